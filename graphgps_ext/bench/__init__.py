@@ -1,0 +1,168 @@
+r"""Benchmarks: ``python -m graphgps_ext.bench``.
+
+Suites (``--suite``):
+
+- ``paper-zinc`` (:mod:`.models`): whole models at the anchor configuration of
+  issue #8 (10 layers, d 64, RWSE-20, batch 32, AdamW + clipping) on
+  synthetic ZINC-size graphs: parameters, train and eval graphs/s, ratio to
+  the authors' code, peak memory per step;
+- ``layers`` (:mod:`.layers`): forward + backward graphs/s and peak memory of
+  every layer type at ZINC, Peptides and superpixel sizes;
+- ``scaling`` (:mod:`.scaling`): time per epoch against graph size at fixed
+  nodes per epoch, with slope fits and a PNG plot;
+- ``encodings`` (:mod:`.encodings`): precompute time of the encodings per
+  1,000 graphs;
+- ``all``: every suite above.
+
+Every run prints Markdown tables and writes one JSON file (``--out``) with
+the environment (versions, threads, load average), the arguments and each
+suite's rows. Timings on shared machines vary by up to ±25 %: compare rows
+of one run (the suites interleave repeated passes) rather than runs.
+"""
+import argparse
+import os
+import resource
+import sys
+from typing import Dict, List, Optional
+
+SUITES = ('paper-zinc', 'layers', 'scaling', 'encodings')
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog='python -m graphgps_ext.bench',
+        description='Throughput, memory and scaling benchmarks of graphgps_ext.')
+    p.add_argument('--suite', default='paper-zinc',
+                   choices=list(SUITES) + ['all'])
+    p.add_argument('--device', default='cpu', help="'cpu' or 'cuda[:i]'")
+    p.add_argument('--threads', type=int, default=2,
+                   help='torch intra-op threads (0: leave as is)')
+    p.add_argument('--out', default='bench.json', help='JSON output path')
+    p.add_argument('--seed', type=int, default=0)
+    p.add_argument('--compile', action='store_true',
+                   help='torch.compile the models (train.compile)')
+    p.add_argument('--bf16', action='store_true',
+                   help='bfloat16 autocast of the forward pass (train.amp bf16)')
+    p.add_argument('--mem-limit-gib', type=float, default=8.0,
+                   help='CPU: cap the address space growth of this process '
+                   '(a case that needs more is reported as oom; 0: no cap)')
+    g = p.add_argument_group('paper-zinc')
+    g.add_argument('--graphs', type=int, default=10_000,
+                   help='graphs per train / eval pass')
+    g.add_argument('--repeats', type=int, default=1,
+                   help='passes per row (rows interleaved; medians reported)')
+    g.add_argument('--rows', nargs='*', default=None,
+                   help='subset of rows: gps-gine gps-gatedgcn geaet-gatedgcn '
+                   'geaet-gine csa mna gt (default: all)')
+    g.add_argument('--opts', nargs='*', default=[],
+                   help='config overrides KEY VALUE ... applied to every row '
+                   '(e.g. gt.layers 4)')
+    g = p.add_argument_group('layers and scaling')
+    g.add_argument('--layer-types', nargs='*', default=None,
+                   help='subset of layer types (default: all)')
+    g.add_argument('--families', nargs='*', default=None,
+                   help='graph families of the layers suite '
+                   '(zinc peptides superpixel)')
+    g.add_argument('--layer-depth', type=int, default=1,
+                   help='hybrid layers per step')
+    g.add_argument('--steps', type=int, default=10,
+                   help='timed steps per case (layers)')
+    g.add_argument('--budget-s', type=float, default=20.0,
+                   help='stop timing a case after this many seconds (layers)')
+    g.add_argument('--sizes', nargs='*', type=int, default=None,
+                   help='graph sizes of the scaling suite')
+    g.add_argument('--scaling-batch-nodes', type=int, default=800)
+    g.add_argument('--scaling-batches', type=int, default=8,
+                   help='batches per epoch (scaling)')
+    g.add_argument('--scaling-repeats', type=int, default=3,
+                   help='epochs timed per point (scaling; median step time)')
+    g = p.add_argument_group('encodings')
+    g.add_argument('--encoding-graphs', type=int, default=1000)
+    return p
+
+
+def limit_memory(gib: float):
+    """Cap the address space at the current size + ``gib`` GiB (CPU runs),
+    so an oversized case fails with an allocation error instead of pushing
+    a shared machine into swap or the OOM killer."""
+    if gib <= 0:
+        return
+    with open('/proc/self/status') as f:
+        size_kib = next(int(line.split()[1]) for line in f
+                        if line.startswith('VmSize'))
+    cap = size_kib * 1024 + int(gib * 2 ** 30)
+    _, hard = resource.getrlimit(resource.RLIMIT_AS)
+    if hard != resource.RLIM_INFINITY:
+        cap = min(cap, hard)
+    resource.setrlimit(resource.RLIMIT_AS, (cap, hard))
+
+
+def run_suites(args, log=print) -> Dict[str, object]:
+    """Run the suites asked for by ``args``; returns the JSON payload."""
+    import torch
+
+    from graphgps_ext.bench import common
+
+    device = torch.device(args.device)
+    if device.type == 'cuda' and not torch.cuda.is_available():
+        raise SystemExit(f"--device {args.device}: CUDA is not available "
+                         f"(torch {torch.__version__})")
+    common.setup(args.threads, args.seed)
+    if device.type == 'cpu' and os.path.exists('/proc/self/status'):
+        limit_memory(args.mem_limit_gib)
+    suites = list(SUITES) if args.suite == 'all' else [args.suite]
+    payload = {'meta': common.environment(device, args.threads),
+               'args': vars(args), 'suites': {}}
+    for suite in suites:
+        log(f'== suite {suite} ==')
+        if suite == 'paper-zinc':
+            from graphgps_ext.bench import models
+            res = models.run(device, rows=args.rows, graphs=args.graphs,
+                             repeats=args.repeats, seed=args.seed,
+                             use_compile=args.compile, bf16=args.bf16,
+                             opts=args.opts, log=log)
+        elif suite == 'layers':
+            from graphgps_ext.bench import layers
+            from graphgps_ext.bench.data import FAMILIES
+            res = layers.run(device, families=args.families or list(FAMILIES),
+                             types=args.layer_types, depth=args.layer_depth,
+                             steps=args.steps, budget_s=args.budget_s,
+                             seed=args.seed, amp=args.bf16,
+                             use_compile=args.compile, log=log)
+        elif suite == 'scaling':
+            from graphgps_ext.bench import scaling
+            res = scaling.run(device, sizes=args.sizes or scaling.SIZES,
+                              types=args.layer_types,
+                              batch_nodes=args.scaling_batch_nodes,
+                              batches=args.scaling_batches,
+                              repeats=args.scaling_repeats, seed=args.seed,
+                              log=log)
+            png = os.path.splitext(args.out)[0] + '_scaling.png'
+            scaling.plot(res, png)
+            res['plot'] = png
+            log(f'  [scaling] plot written to {png}')
+        else:
+            from graphgps_ext.bench import encodings
+            res = encodings.run(device, graphs=args.encoding_graphs,
+                                seed=args.seed, log=log)
+        payload['suites'][suite] = res
+    payload['meta']['load_average_1min_end'] = common.load_average()
+    return payload
+
+
+def main(argv: Optional[List[str]] = None) -> int:
+    args = parser().parse_args(argv)
+    from graphgps_ext.bench import common
+    payload = run_suites(args)
+    common.write_json(args.out, payload)
+    meta = payload['meta']
+    print(f"\n# graphgps_ext benchmarks — {meta['device']}, "
+          f"{meta['threads']} threads, torch {meta['torch']}, "
+          f"load average {meta['load_average_1min']} -> "
+          f"{meta['load_average_1min_end']}\n")
+    for suite, res in payload['suites'].items():
+        print(f'## {suite}\n')
+        print(res['markdown'])
+        print()
+    print(f'JSON written to {args.out}', file=sys.stderr)
+    return 0

@@ -1,0 +1,141 @@
+"""Measurement helpers shared by the benchmark suites.
+
+- :func:`setup` fixes the thread count and the seed;
+- :func:`sync` waits for queued device work before a clock is read;
+- :func:`peak_step_memory` measures the peak tensor memory of one step:
+  on CUDA ``torch.cuda.max_memory_allocated`` above the pre-step level; on
+  CPU the allocation/free events of :mod:`torch.profiler` (``profile_memory``)
+  replayed in time order (allocations at an op's start, frees at its end, so
+  the figure is an upper bound at op granularity), i.e. the activation and
+  gradient memory of the step on top of parameters and inputs;
+- :func:`environment` records versions, threads and the load average (the
+  machines are shared: a load above the thread count means noisy timings);
+- :func:`markdown_table` renders rows for the terminal and the README.
+"""
+import json
+import os
+import platform
+import statistics
+import time
+from typing import Callable, Dict, List, Optional, Sequence
+
+import torch
+
+MiB = 2.0 ** 20
+
+
+def setup(threads: int, seed: int = 0):
+    """Set torch's intra-op threads and the global seed."""
+    if threads > 0:
+        torch.set_num_threads(threads)
+    torch.manual_seed(seed)
+
+
+def sync(device: torch.device):
+    if device.type == 'cuda':
+        torch.cuda.synchronize(device)
+
+
+def timed(fn: Callable[[], object], device: torch.device) -> float:
+    """Wall-clock seconds of ``fn()`` including queued device work."""
+    sync(device)
+    start = time.perf_counter()
+    fn()
+    sync(device)
+    return time.perf_counter() - start
+
+
+def peak_step_memory(step: Callable[[], object], device: torch.device) -> float:
+    """Peak memory (MiB) allocated by tensors during ``step()`` above the
+    memory held before it (see the module docstring for the CPU method)."""
+    if device.type == 'cuda':
+        sync(device)
+        torch.cuda.reset_peak_memory_stats(device)
+        base = torch.cuda.memory_allocated(device)
+        step()
+        sync(device)
+        return (torch.cuda.max_memory_allocated(device) - base) / MiB
+    from torch.profiler import ProfilerActivity, profile
+    with profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
+        step()
+    points = []
+    for ev in prof.events():
+        size = ev.self_cpu_memory_usage
+        if size > 0:
+            points.append((ev.time_range.start, size))
+        elif size < 0:
+            points.append((ev.time_range.end, size))
+    points.sort(key=lambda p: p[0])
+    cur = peak = 0
+    for _, size in points:
+        cur += size
+        peak = max(peak, cur)
+    return peak / MiB
+
+
+def median(values: Sequence[float]) -> float:
+    return float(statistics.median(values)) if values else float('nan')
+
+
+def load_average() -> Optional[float]:
+    try:
+        return round(os.getloadavg()[0], 2)
+    except OSError:  # not available on every platform
+        return None
+
+
+def environment(device: torch.device, threads: int) -> Dict[str, object]:
+    import torch_geometric
+    info = {
+        'torch': torch.__version__,
+        'torch_geometric': torch_geometric.__version__,
+        'python': platform.python_version(),
+        'machine': platform.machine(),
+        'cpu_count': os.cpu_count(),
+        'threads': torch.get_num_threads(),
+        'threads_requested': threads,
+        'device': str(device),
+        'load_average_1min': load_average(),
+        'time': time.strftime('%Y-%m-%dT%H:%M:%S'),
+    }
+    if device.type == 'cuda':
+        info['gpu'] = torch.cuda.get_device_name(device)
+    return info
+
+
+def fmt(value, digits: int = 1) -> str:
+    if value is None:
+        return '–'
+    if isinstance(value, float):
+        if value != value:  # NaN
+            return '–'
+        return f'{value:,.{digits}f}'
+    if isinstance(value, int):
+        return f'{value:,}'
+    return str(value)
+
+
+def markdown_table(headers: List[str], rows: List[List[object]]) -> str:
+    """A GitHub Markdown table; floats with one decimal, ints with commas."""
+    cells = [[fmt(c) for c in row] for row in rows]
+    lines = ['| ' + ' | '.join(headers) + ' |',
+             '|' + '|'.join('---' for _ in headers) + '|']
+    lines += ['| ' + ' | '.join(r) + ' |' for r in cells]
+    return '\n'.join(lines)
+
+
+def write_json(path: str, payload: Dict[str, object]):
+    """Write ``payload`` as indented JSON (NaN written as ``null``)."""
+    def clean(obj):
+        if isinstance(obj, float) and obj != obj:
+            return None
+        if isinstance(obj, dict):
+            return {k: clean(v) for k, v in obj.items()}
+        if isinstance(obj, (list, tuple)):
+            return [clean(v) for v in obj]
+        return obj
+    directory = os.path.dirname(os.path.abspath(path))
+    os.makedirs(directory, exist_ok=True)
+    with open(path, 'w') as f:
+        json.dump(clean(payload), f, indent=2)
+        f.write('\n')

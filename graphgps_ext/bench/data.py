@@ -1,0 +1,201 @@
+r"""Synthetic mini-batches with the shapes of the benchmark datasets.
+
+The benchmark needs graphs of the right *size* (nodes, directed edges,
+degree, feature types, batch size), not real molecules, so every family is
+generated here from a seed, vectorised over the graphs of one size:
+
+- ``zinc``: molecule-like, exactly 23 nodes and 50 directed edges per graph
+  (a random recursive tree plus 3 ring-closing edges, both directions),
+  28 atom types, 4 bond types, batch 32 (ZINC averages 23.2 nodes,
+  49.8 directed edges);
+- ``peptides``: molecule-like, 120-180 nodes (mean 150), a tree plus 4 ring
+  closures, batch 128 (Peptides-func averages 150.9 nodes, 307 directed
+  edges);
+- ``superpixel``: 450-510 nodes (mean 480), every node receives an edge
+  from each of its 8 nearest neighbours among random points of the unit
+  square (kNN degree 8), batch 32 (PascalVOC-SP averages 479 nodes);
+- ``scaling``: molecule-like graphs of one given size ``n`` with the same
+  edge density as ZINC (``m = n + 2`` undirected edges for ``n >= 4``).
+
+Every graph is a :class:`torch_geometric.data.Data` with ``x`` ``[n, 1]``
+long, ``edge_index`` ``[2, E]``, ``edge_attr`` ``[E]`` long, ``y``
+``[1, 1]`` float (ZINC conventions), so the ZINC encoders
+(``TypeDictNode``, ``TypeDictEdge``) apply to every family.
+
+:func:`random_walk_pe` is the harness' own RWSE (landing probabilities
+:math:`\mathrm{diag}((D^{-1}A)^k)`, :math:`k = 1..K`), used when the
+package's encoding transform is not importable.
+"""
+from dataclasses import dataclass
+from typing import Dict, List, Optional
+
+import torch
+from torch import Tensor
+from torch_geometric.data import Data
+
+NODE_TYPES = 28
+EDGE_TYPES = 4
+
+
+@dataclass(frozen=True)
+class GraphFamily:
+    r"""Size statistics of a benchmark dataset.
+
+    Attributes:
+        name: family name.
+        n_min, n_max: graph sizes are drawn uniformly from ``[n_min, n_max]``.
+        batch_size: graphs per mini-batch of the dataset's usual config.
+        kind: ``'molecule'`` (tree + ring closures) or ``'knn'``.
+        extra_edges: ring-closing undirected edges per molecule-like graph.
+        k: in-degree of the kNN graphs.
+    """
+    name: str
+    n_min: int
+    n_max: int
+    batch_size: int
+    kind: str = 'molecule'
+    extra_edges: int = 3
+    k: int = 8
+
+    @property
+    def label(self) -> str:
+        n = (f'n={self.n_min}' if self.n_min == self.n_max else
+             f'n≈{(self.n_min + self.n_max) // 2}')
+        return f'{self.name} ({n}, batch {self.batch_size})'
+
+
+FAMILIES: Dict[str, GraphFamily] = {
+    'zinc': GraphFamily('zinc', 23, 23, 32, 'molecule', extra_edges=3),
+    'peptides': GraphFamily('peptides', 120, 180, 128, 'molecule',
+                            extra_edges=4),
+    'superpixel': GraphFamily('superpixel', 450, 510, 32, 'knn', k=8),
+}
+
+
+def scaling_family(n: int, batch_size: int) -> GraphFamily:
+    """Molecule-like graphs of exactly ``n`` nodes and ZINC's edge density."""
+    return GraphFamily(f'n{n}', n, n, batch_size, 'molecule',
+                       extra_edges=3 if n >= 4 else 0)
+
+
+def _molecule_edges(num: int, n: int, extra: int,
+                    gen: torch.Generator) -> List[Tensor]:
+    """Undirected edge lists ``[2, m]`` of ``num`` graphs with ``n`` nodes:
+    a random recursive tree (node ``i`` attaches to a uniform earlier node)
+    plus ``extra`` ring closures ``(i, j)`` with ``j < parent(i)``, which can
+    neither repeat a tree edge nor each other."""
+    if n == 1:
+        return [torch.empty(2, 0, dtype=torch.long) for _ in range(num)]
+    child = torch.arange(1, n)
+    parent = (torch.rand(num, n - 1, generator=gen) * child).long()
+    tree = torch.stack([child.expand(num, -1), parent], dim=1)  # [G, 2, n-1]
+    if extra == 0:
+        return list(tree.unbind(0))
+    # Ring closures start at distinct nodes whose parent is not the root.
+    score = torch.rand(num, n - 1, generator=gen)
+    score[parent == 0] = -1.0
+    top, pick = score.topk(min(extra, n - 1), dim=1)
+    anc = parent.gather(1, pick)
+    far = (torch.rand(pick.shape, generator=gen) * anc).long()
+    closing = torch.stack([child[pick], far], dim=1)  # [G, 2, extra]
+    ok = top >= 0
+    return [torch.cat([tree[g], closing[g][:, ok[g]]], dim=1)
+            for g in range(num)]
+
+
+def _knn_edges(num: int, n: int, k: int, gen: torch.Generator) -> List[Tensor]:
+    """Directed kNN edges ``j -> i`` (``j`` among the ``k`` nearest
+    neighbours of ``i``) on ``n`` uniform random points per graph."""
+    pos = torch.rand(num, n, 2, generator=gen)
+    dist = torch.cdist(pos, pos)
+    dist.diagonal(dim1=1, dim2=2).fill_(float('inf'))
+    nbr = dist.topk(min(k, n - 1), dim=2, largest=False).indices  # [G, n, k]
+    dst = torch.arange(n).view(1, n, 1).expand_as(nbr)
+    return [torch.stack([nbr[g].reshape(-1), dst[g].reshape(-1)])
+            for g in range(num)]
+
+
+def make_graphs(family: GraphFamily, num_graphs: int, seed: int = 0,
+                node_types: int = NODE_TYPES,
+                edge_types: int = EDGE_TYPES) -> List[Data]:
+    """``num_graphs`` random graphs of ``family``, deterministic in ``seed``."""
+    gen = torch.Generator().manual_seed(seed)
+    sizes = torch.randint(family.n_min, family.n_max + 1, (num_graphs, ),
+                          generator=gen)
+    graphs: List[Optional[Data]] = [None] * num_graphs
+    for n in sizes.unique().tolist():
+        where = (sizes == n).nonzero().view(-1).tolist()
+        if family.kind == 'knn':
+            edges = _knn_edges(len(where), n, family.k, gen)
+            undirected = False
+        else:
+            edges = _molecule_edges(len(where), n, family.extra_edges, gen)
+            undirected = True
+        for g, e in zip(where, edges):
+            etype = torch.randint(0, edge_types, (e.size(1), ), generator=gen)
+            if undirected:
+                e = torch.cat([e, e.flip(0)], dim=1)
+                etype = torch.cat([etype, etype])
+            graphs[g] = Data(
+                x=torch.randint(0, node_types, (n, 1), generator=gen),
+                edge_index=e, edge_attr=etype,
+                y=torch.randn(1, 1, generator=gen), num_nodes=n)
+    return graphs
+
+
+def random_walk_pe(graphs: List[Data], ksteps: int = 20,
+                   chunk_nodes: int = 20000) -> List[Tensor]:
+    r"""RWSE landing probabilities ``[n, K]`` of every graph:
+    :math:`p_i^{(k)} = ((D^{-1} A)^k)_{ii}`, :math:`k = 1..K` (GraphGPS
+    ``get_rw_landing_probs``; rows of isolated nodes are zero).
+
+    Graphs of equal size are stacked into dense ``[G, n, n]`` transition
+    matrices and powered with batched matmuls (``chunk_nodes`` bounds
+    ``G * n``)."""
+    out: List[Optional[Tensor]] = [None] * len(graphs)
+    by_size: Dict[int, List[int]] = {}
+    for i, g in enumerate(graphs):
+        by_size.setdefault(int(g.num_nodes), []).append(i)
+    for n, idx in by_size.items():
+        step = max(1, chunk_nodes // max(n, 1))
+        for s in range(0, len(idx), step):
+            part = idx[s:s + step]
+            ei = torch.cat([graphs[i].edge_index + j * n
+                            for j, i in enumerate(part)], dim=1)
+            flat = len(part) * n
+            adj = torch.zeros(flat * n)
+            # Row (b, i), column j of the stacked [G, n, n] adjacency.
+            adj.index_put_((ei[0] * n + ei[1] % n, ),
+                           torch.ones(ei.size(1)), accumulate=True)
+            adj = adj.view(len(part), n, n)
+            deg = adj.sum(-1, keepdim=True)
+            trans = adj / deg.clamp(min=1)
+            power, diag = trans, []
+            for _ in range(ksteps):
+                diag.append(power.diagonal(dim1=1, dim2=2))
+                power = power @ trans
+            pe = torch.stack(diag, dim=-1)  # [G, n, K]
+            for j, i in enumerate(part):
+                out[i] = pe[j].contiguous()
+    return out
+
+
+def add_rwse(graphs: List[Data], ksteps: int = 20) -> str:
+    """Set ``pe_rwse`` ``[n, K]`` on every graph, with the package's RWSE
+    precompute (:func:`graphgps_ext.transform.rwse.compute_rwse`) when it is
+    importable, otherwise with :func:`random_walk_pe`. Returns which one was
+    used."""
+    try:
+        from graphgps_ext.transform.dense import GraphStore
+        from graphgps_ext.transform.rwse import compute_rwse
+    except ImportError:
+        pes = random_walk_pe(graphs, ksteps)
+        source = 'graphgps_ext.bench.data.random_walk_pe'
+    else:
+        store = GraphStore.from_data_list(graphs)
+        flat = compute_rwse(store, list(range(1, ksteps + 1)))
+        pes = flat.split(store.sizes.tolist())
+        source = 'graphgps_ext.transform.rwse.compute_rwse'
+    for g, pe in zip(graphs, pes):
+        g.pe_rwse = pe.contiguous()
+    return source

@@ -1,0 +1,350 @@
+r"""Suite ``paper-zinc``: whole-model training and evaluation throughput at
+the anchor configuration of issue #8.
+
+Every row is a :class:`~graphgps_ext.network.model.GPSModel` built from the
+project's config (:func:`graphgps_ext.config.load.load_cfg` with the row's
+overrides) at the authors' ZINC settings: 10 layers, hidden 64, RWSE-20 node
+PE (``TypeDictNode+RWSE``, ``dim_pe`` 28, BatchNorm on the raw PE), bond
+types through ``TypeDictEdge``, attention dropout 0.5, batch 32, AdamW
+(lr 1e-3, weight decay 1e-5) with gradient clipping at norm 1 and a
+three-layer halving head with sum pooling (GraphGPS ``san_graph``).
+
+The data are synthetic ZINC-size graphs (:mod:`graphgps_ext.bench.data`:
+23 nodes, 50 directed edges, 28 atom and 4 bond types) with RWSE-20
+precomputed once by the package's encoding precompute
+(:func:`graphgps_ext.transform.precompute_encodings`). A *train pass* is
+what a training epoch does: iterate a shuffled PyG ``DataLoader`` over the
+graphs (collation included), move the batch to the device, forward, L1
+loss, backward, clip, AdamW step, read the loss value. An *eval pass*
+iterates the same graphs in order under ``torch.no_grad`` in eval mode.
+
+Reported per row: parameters (and the authors' count), train and eval
+graphs/s (medians over ``--repeats`` passes, rows interleaved so that load
+changes hit every row alike), the ratio of train graphs/s to the anchor
+measured with the authors' code (issue #8), and the peak memory of one
+training step (:func:`~graphgps_ext.bench.common.peak_step_memory`).
+"""
+import contextlib
+import gc
+import time
+from dataclasses import dataclass
+from typing import Dict, List, Optional, Sequence, Tuple
+
+import torch
+from torch import nn
+
+from graphgps_ext.bench import common
+from graphgps_ext.bench.data import (EDGE_TYPES, FAMILIES, NODE_TYPES,
+                                     add_rwse, make_graphs)
+
+
+def make_cfg(opts: Sequence = ()):
+    """A validated config: defaults + this package's groups + ``opts``
+    (``KEY VALUE`` pairs, values of any type). A private clone of
+    GraphGym's global ``cfg``."""
+    from graphgps_ext.config import check_values, merge_list
+    from graphgps_ext.config.load import load_cfg
+    cfg = load_cfg(None, [])
+    if 'compile' not in cfg.train:  # the speed group is not registered
+        from graphgps_ext.config.speed import speed_cfg
+        speed_cfg(cfg)
+    merge_list(cfg, [str(o) for o in opts])
+    check_values(cfg)
+    cfg.gnn.dim_inner = cfg.gt.dim_hidden
+    return cfg.clone()
+
+
+def zinc_task():
+    """The :class:`TaskInfo` of ZINC (graph regression, L1, MAE)."""
+    from graphgps_ext.loader.task import TaskInfo
+    return TaskInfo(name='ZINC', task='graph', task_type='regression',
+                    num_outputs=1, loss='l1', metric='mae',
+                    metric_direction='min', metrics=['mae'],
+                    node_encoder='TypeDictNode', node_dim=1,
+                    node_num_types=NODE_TYPES, edge_encoder='TypeDictEdge',
+                    edge_dim=1, edge_num_types=EDGE_TYPES, head='graph_mlp')
+
+
+def autocast_ctx(bf16: bool, device: torch.device):
+    """bf16 autocast on ``device`` when asked for, else a no-op."""
+    if not bf16:
+        return contextlib.nullcontext()
+    return torch.autocast(device_type=device.type, dtype=torch.bfloat16)
+
+
+# The authors' ZINC settings shared by every row (GraphGPS zinc-GPS+RWSE).
+ZINC_BASE = (
+    'dataset.node_encoder', True,
+    'dataset.node_encoder_name', 'TypeDictNode+RWSE',
+    'dataset.node_encoder_bn', False,
+    'dataset.edge_encoder', True,
+    'dataset.edge_encoder_name', 'TypeDictEdge',
+    'dataset.edge_encoder_bn', False,
+    'posenc_RWSE.enable', True,
+    'posenc_RWSE.model', 'linear',
+    'posenc_RWSE.dim_pe', 28,
+    'posenc_RWSE.raw_norm_type', 'BatchNorm',
+    'posenc_RWSE.kernel.times_func', 'range(1, 21)',
+    'gt.layers', 10,
+    'gt.dim_hidden', 64,
+    'gt.n_heads', 4,
+    'gt.dropout', 0.0,
+    'gt.attn_dropout', 0.5,
+    'gt.norm', 'batch',
+    'model.graph_pooling', 'add',
+    'head.layers', 3,
+    'head.width', 'halving',
+    'optim.optimizer', 'adamW',
+    'optim.base_lr', 0.001,
+    'optim.weight_decay', 1e-5,
+    'optim.clip_grad_norm', True,
+    'optim.clip_grad_norm_value', 1.0,
+    'train.batch_size', 32,
+)
+
+
+# GEANet as in the authors' ZINC runs: 4 external heads, node, edge and
+# shared units; their units are affine and have no output projection W_o
+# (the parity switches that change the parameter count, so that the model
+# has the authors' 604,837 / 477,477 parameters up to GatedGCN's extra
+# BatchNorm). The slot softmax stays per graph (the paper).
+GEAET_UNITS = ('gea.n_heads', 4, 'gea.node_unit', True, 'gea.edge_unit', True,
+               'gea.shared_unit', True, 'gea.parity_no_out_proj', True,
+               'gea.parity_unit_bias', True)
+
+
+@dataclass(frozen=True)
+class ModelRow:
+    """A row of the anchor table.
+
+    Attributes:
+        key: short name for ``--rows``.
+        name: row label.
+        overrides: config overrides on top of :data:`ZINC_BASE`.
+        anchor: train graphs/s of the authors' code (issue #8), if measured.
+        anchor_params: parameter count of the authors' model.
+    """
+    key: str
+    name: str
+    overrides: Tuple = ()
+    anchor: Optional[float] = None
+    anchor_params: Optional[int] = None
+
+
+PAPER_ZINC_ROWS: Dict[str, ModelRow] = {r.key: r for r in [
+    ModelRow('gps-gine', 'GPS GINE+Transformer',
+             ('gt.layer_type', 'GINE+Transformer+None'), 242, 423_717),
+    ModelRow('gps-gatedgcn', 'GPS GatedGCN+Transformer',
+             ('gt.layer_type', 'GatedGCN+Transformer+None'), 179, 551_077),
+    ModelRow('geaet-gatedgcn', 'GEAET GatedGCN+Transformer+GEANet',
+             ('gt.layer_type', 'GatedGCN+Transformer+GEANet') + GEAET_UNITS,
+             152, 604_837),
+    ModelRow('geaet-gine', 'GEAET GINE+Transformer+GEANet',
+             ('gt.layer_type', 'GINE+Transformer+GEANet') + GEAET_UNITS,
+             194, 477_477),
+    ModelRow('csa', 'CSA (RWSE, shared edges, 8 heads)',
+             ('gt.layer_type', 'None+CSA+None', 'gt.n_heads', 8,
+              'csa.share_edge_params', True,
+              'csa.attn_dropout_mode', 'connection',
+              'csa.parity_edge_bias', True,
+              'pairenc.rpe', 'rwse', 'pairenc.steps', 20), 91, 347_557),
+    ModelRow('mna', 'MNA-GT (3 kernels, 4 heads)',
+             ('gt.layer_type', 'None+MNA+None', 'gt.pre_norm', True,
+              'gt.norm', 'layer', 'gt.act', 'gelu', 'mna.hops', 2)),
+    ModelRow('gt', 'GT (sparse, edge features, 8 heads)',
+             ('gt.layer_type', 'None+GT+None', 'gt.n_heads', 8,
+              'gtlayer.edge_features', True)),
+]}
+
+
+def row_cfg(row: ModelRow, extra: Sequence = ()):
+    return make_cfg(list(ZINC_BASE) + list(row.overrides) + list(extra))
+
+
+def build_model(cfg, device: torch.device) -> nn.Module:
+    from graphgps_ext.network.model import GPSModel
+    return GPSModel(cfg, zinc_task()).to(device)
+
+
+def make_dataset(cfg, num_graphs: int, seed: int):
+    """Synthetic ZINC-size graphs with the encodings ``cfg`` asks for."""
+    graphs = make_graphs(FAMILIES['zinc'], num_graphs, seed)
+    try:
+        from graphgps_ext.transform import precompute_encodings
+    except ImportError:
+        add_rwse(graphs, 20)
+        return graphs, 'graphgps_ext.bench.data.add_rwse'
+    start = time.perf_counter()
+    dataset = precompute_encodings(graphs, cfg, None)
+    return dataset, ('graphgps_ext.transform.precompute_encodings '
+                     f'({time.perf_counter() - start:.2f} s)')
+
+
+class Runner:
+    """Model, optimiser and loaders of one row; :meth:`train_pass` and
+    :meth:`eval_pass` return graphs/s over the whole dataset."""
+
+    def __init__(self, row: ModelRow, dataset, device: torch.device,
+                 seed: int = 0, use_compile: bool = False, bf16: bool = False,
+                 opts: Sequence = ()):
+        from torch_geometric.loader import DataLoader
+
+        from graphgps_ext.config.speed import compile_model
+        from graphgps_ext.train.loss import LOSSES
+        from graphgps_ext.train.optim import build_optimizer
+
+        self.row, self.device = row, device
+        extra = ['train.compile', use_compile,
+                 'train.amp', 'bf16' if bf16 else 'none'] + list(opts)
+        self.cfg = cfg = row_cfg(row, extra)
+        torch.manual_seed(seed)
+        self.model = build_model(cfg, device)
+        self.params = common_params(self.model)
+        self.net = compile_model(self.model, cfg)
+        self.optimizer = build_optimizer(cfg, self.model.parameters())
+        self.loss_fn = LOSSES['l1']
+        self.bf16 = bf16
+        self.clip = (cfg.optim.clip_grad_norm_value
+                     if cfg.optim.clip_grad_norm else None)
+        bs = cfg.train.batch_size
+        gen = torch.Generator().manual_seed(seed)
+        self.train_loader = DataLoader(dataset, batch_size=bs, shuffle=True,
+                                       generator=gen)
+        self.eval_loader = DataLoader(dataset, batch_size=bs, shuffle=False)
+        self.num_graphs = len(dataset)
+
+    def train_step(self, batch) -> float:
+        batch = batch.to(self.device)
+        with autocast_ctx(self.bf16, self.device):
+            pred, true = self.net(batch)
+            loss = self.loss_fn(pred.float(), true)
+        self.optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        if self.clip is not None:
+            nn.utils.clip_grad_norm_(self.model.parameters(), self.clip)
+        self.optimizer.step()
+        return float(loss.detach())
+
+    def train_pass(self, limit: Optional[int] = None) -> float:
+        self.model.train()
+        count = 0
+
+        def run():
+            nonlocal count
+            for i, batch in enumerate(self.train_loader):
+                if limit is not None and i >= limit:
+                    break
+                self.train_step(batch)
+                count += batch.num_graphs
+        seconds = common.timed(run, self.device)
+        return count / seconds
+
+    @torch.no_grad()
+    def eval_pass(self, limit: Optional[int] = None) -> float:
+        self.model.eval()
+        count = 0
+
+        def run():
+            nonlocal count
+            for i, batch in enumerate(self.eval_loader):
+                if limit is not None and i >= limit:
+                    break
+                batch = batch.to(self.device)
+                with autocast_ctx(self.bf16, self.device):
+                    pred, _ = self.net(batch)
+                pred.float().sum().item()
+                count += batch.num_graphs
+        seconds = common.timed(run, self.device)
+        return count / seconds
+
+    def step_memory(self) -> float:
+        """Peak MiB of one training step on the first batch."""
+        self.model.train()
+        batch = next(iter(self.eval_loader))
+        return common.peak_step_memory(lambda: self.train_step(batch),
+                                       self.device)
+
+
+def common_params(model: nn.Module) -> int:
+    return sum(p.numel() for p in model.parameters() if p.requires_grad)
+
+
+def run(device: torch.device, rows: Optional[Sequence[str]] = None,
+        graphs: int = 10_000, repeats: int = 1, warmup_batches: int = 3,
+        seed: int = 0, use_compile: bool = False, bf16: bool = False,
+        opts: Sequence = (), log=print) -> Dict[str, object]:
+    """Run the suite; returns ``{'rows': [...], 'markdown': str, ...}``.
+
+    ``rows``: keys of :data:`PAPER_ZINC_ROWS` (default all); ``opts``:
+    config overrides applied to every row (e.g. ``['gt.layers', 2]``)."""
+    names = list(rows or PAPER_ZINC_ROWS)
+    unknown = [n for n in names if n not in PAPER_ZINC_ROWS]
+    if unknown:
+        raise ValueError(f'unknown paper-zinc rows {unknown}; choose from '
+                         + ', '.join(PAPER_ZINC_ROWS))
+    # One dataset for every row (all rows ask for RWSE-20; CSA's pair
+    # encodings are computed per batch by its pair encoder).
+    dataset, source = make_dataset(row_cfg(PAPER_ZINC_ROWS[names[0]], opts),
+                                   graphs, seed)
+    log(f'  [paper-zinc] {len(dataset)} graphs, encodings: {source}')
+    runners: Dict[str, Runner] = {}
+    results: Dict[str, dict] = {}
+    for name in names:
+        runner = Runner(PAPER_ZINC_ROWS[name], dataset, device, seed,
+                        use_compile, bf16, opts)
+        start = time.perf_counter()
+        runner.train_pass(limit=warmup_batches)  # warm-up (and compile)
+        runner.eval_pass(limit=warmup_batches)
+        warm = time.perf_counter() - start
+        runners[name] = runner
+        results[name] = {'train': [], 'eval': [], 'warmup_s': warm,
+                         'load': []}
+    for rep in range(repeats):
+        for name in names:
+            runner, res = runners[name], results[name]
+            res['load'].append(common.load_average())
+            res['train'].append(runner.train_pass())
+            res['eval'].append(runner.eval_pass())
+            log(f'  [paper-zinc] pass {rep + 1}/{repeats} {name:15s} train '
+                f'{res["train"][-1]:7.1f}  eval {res["eval"][-1]:7.1f} graphs/s')
+    out_rows = []
+    for name in names:
+        runner, res, row = runners[name], results[name], PAPER_ZINC_ROWS[name]
+        mem = runner.step_memory()
+        train = common.median(res['train'])
+        out_rows.append({
+            'key': name, 'model': row.name,
+            'layer_type': runner.cfg.gt.layer_type,
+            'params': runner.params, 'anchor_params': row.anchor_params,
+            'train_graphs_per_s': train,
+            'eval_graphs_per_s': common.median(res['eval']),
+            'train_runs': res['train'], 'eval_runs': res['eval'],
+            'anchor_train_graphs_per_s': row.anchor,
+            'ratio_to_anchor': (train / row.anchor) if row.anchor else None,
+            'peak_step_mib': mem, 'warmup_s': res['warmup_s'],
+            'load_average_1min': res['load'],
+        })
+    del runners
+    gc.collect()
+    return {'rows': out_rows, 'markdown': markdown(out_rows),
+            'settings': {'graphs': len(dataset), 'repeats': repeats,
+                         'batch_size': 32, 'encodings': source,
+                         'compile': use_compile, 'bf16': bf16,
+                         'opts': [str(o) for o in opts]}}
+
+
+def markdown(rows: List[dict]) -> str:
+    headers = ['model', 'params (authors)', 'train graphs/s', 'eval graphs/s',
+               'anchor train graphs/s', 'ratio', 'peak MiB / step']
+    table = []
+    for r in rows:
+        params = f"{r['params']:,}" + (f" ({r['anchor_params']:,})"
+                                       if r['anchor_params'] else '')
+        ratio = (f"{r['ratio_to_anchor']:.2f}×" if r['ratio_to_anchor']
+                 else '–')
+        table.append([r['model'], params, r['train_graphs_per_s'],
+                      r['eval_graphs_per_s'],
+                      float(r['anchor_train_graphs_per_s'])
+                      if r['anchor_train_graphs_per_s'] else None,
+                      ratio, r['peak_step_mib']])
+    return common.markdown_table(headers, table)

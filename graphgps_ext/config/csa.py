@@ -1,0 +1,31 @@
+"""Config group ``csa``: the Chromatic Self-Attention branch
+(:class:`graphgps_ext.layer.csa.CSA`, CSA paper §3, eq. 5-9).
+
+Heads and the attention-dropout rate come from ``gt.n_heads`` and
+``gt.attn_dropout``; the dense pair features ``E^(0)`` come from the pair
+encoder (group ``pairenc``).
+"""
+from graphgps_ext.config import choices
+
+
+def csa_cfg(cfg):
+    from yacs.config import CfgNode as CN
+    cfg.csa = CN()
+    # CSA-mono: one scalar edge bias per head instead of one per channel.
+    cfg.csa.mono = False
+    # Share the edge maps W_EA, W_EV (and hence E^att, E^val) by all layers
+    # ("edge parameter sharing", CSA Appendix A / Table 6).
+    cfg.csa.share_edge_params = False
+    # What attention dropout silences, after the per-channel softmax:
+    # connection = whole pairs (i, j) for all channels (edge-ablation, the
+    # authors' configs), node = whole key nodes j, channel = single entries.
+    cfg.csa.attn_dropout_mode = 'connection'
+    # Output projection W_O (with bias) after the attention, as the authors'
+    # `linear_attn`; counted in the paper's parameter budgets (Table 6).
+    cfg.csa.out_proj = True
+    # Parity: biases on the shared edge maps W_EA, W_EV as in the authors'
+    # SharedEdgeEncoder (the E^att bias cancels in the softmax).
+    cfg.csa.parity_edge_bias = False
+
+
+choices('csa.attn_dropout_mode', ['connection', 'node', 'channel'])

@@ -1,0 +1,38 @@
+"""Config group ``gt``: the stack of hybrid layers (:mod:`graphgps_ext.layer.hybrid`).
+
+``gt.layer_type`` is ``"<local>+<global>+<external>"``; each part is a branch
+name registered in :data:`graphgps_ext.layer.BRANCHES` or ``None``.  Branch-
+specific options live in their own groups (``gea``, ``csa``, ``mna``,
+``gtlayer``, ``mpnn``).
+"""
+from graphgps_ext.config import choices
+
+
+def gt_cfg(cfg):
+    from yacs.config import CfgNode as CN
+    cfg.gt = CN()
+    # Branches: local MPNN + global attention + external attention.
+    cfg.gt.layer_type = 'GINE+Transformer+None'
+    cfg.gt.layers = 3
+    # Hidden width d (GraphGym's gnn.dim_inner is kept equal to it).
+    cfg.gt.dim_hidden = 64
+    # Attention heads of the global branch (Transformer, CSA, MNA, GT).
+    cfg.gt.n_heads = 4
+    # Dropout on every branch output and inside the FFN.
+    cfg.gt.dropout = 0.0
+    # Dropout on attention weights (global branches).
+    cfg.gt.attn_dropout = 0.0
+    # Norm of every branch and of the FFN: batch | layer | none.
+    cfg.gt.norm = 'batch'
+    # Pre-norm blocks (MNA-GT eq. 11-12) instead of post-norm (GraphGPS).
+    cfg.gt.pre_norm = False
+    # Residual connection around each branch.
+    cfg.gt.residual = True
+    # FFN block after the branch sum, its width multiple and activation.
+    cfg.gt.ffn = True
+    cfg.gt.ffn_mult = 2.0
+    cfg.gt.act = 'relu'
+
+
+choices('gt.norm', ['batch', 'layer', 'none'])
+choices('gt.act', ['relu', 'gelu', 'elu', 'leaky_relu', 'silu', 'tanh'])

@@ -1,0 +1,26 @@
+"""Config group ``mpnn``: options of the local message-passing branches
+(:mod:`graphgps_ext.layer.gcn`, ``gin``, ``gine``, ``gatedgcn``).
+"""
+from graphgps_ext.config import choices
+
+
+def mpnn_cfg(cfg):
+    from yacs.config import CfgNode as CN
+    cfg.mpnn = CN()
+    # Activation inside the GIN/GINE MLPs and of the GatedGCN outputs.
+    cfg.mpnn.act = 'relu'
+    # GCN/GIN/GINE: apply mpnn.act to the branch output (GEAET's
+    # gt.local_out_act; GatedGCN always applies it).
+    cfg.mpnn.out_act = False
+    # GIN/GINE: learn the epsilon of (1 + eps) x_i (fixed at 0 otherwise).
+    cfg.mpnn.gin_train_eps = False
+    # GatedGCN/GINE: scale every message by MLP(||p_i - p_j||^2) of the
+    # EquivStableLapPE positions p (needs the EquivStableLapPE node encoder,
+    # which provides them to the layers as ctx.extras['pe_equiv']).
+    cfg.mpnn.equivstable_pe = False
+    # GatedGCN: norm on the edge stream (Bresson & Laurent / GraphGPS: batch).
+    cfg.mpnn.edge_norm = 'batch'
+
+
+choices('mpnn.act', ['relu', 'gelu', 'elu', 'leaky_relu', 'silu', 'tanh'])
+choices('mpnn.edge_norm', ['batch', 'layer', 'none'])

@@ -1,0 +1,192 @@
+r"""Config groups of the positional / structural / relative encodings.
+
+Groups (GraphGPS key names where they exist):
+
+- ``posenc_LapPE``: Laplacian eigenvector PE (:mod:`graphgps_ext.encoder.lap_pe`);
+- ``posenc_EquivStableLapPE``: eigenvectors for the GatedGCN/GINE gate
+  (:mod:`graphgps_ext.encoder.equiv_lap_pe`);
+- ``posenc_RWSE``: random-walk return probabilities
+  (:mod:`graphgps_ext.encoder.rwse`);
+- ``pairenc``: dense pair features of CSA (:mod:`graphgps_ext.encoder.pair`);
+- ``posenc``: how the precompute runs (cache, workers, threads).
+
+Which node PEs are used: with ``dataset.node_encoder: True`` (GraphGPS
+configs) the ``+``-separated ``dataset.node_encoder_name``
+(``'TypeDictNode+RWSE'``; the type part may be ``default`` = the dataset's
+own encoder); otherwise the dataset's own type encoder plus every PE group
+with ``enable: True``. A PE named in ``node_encoder_name`` is precomputed
+even if its ``enable`` flag is off.
+"""
+from typing import Dict, List, Optional, Tuple
+
+from graphgps_ext.config import choices
+
+PE_NAMES = ('LapPE', 'EquivStableLapPE', 'RWSE')
+
+
+def _eigen(cn, max_freqs: int):
+    from yacs.config import CfgNode as CN
+    cn.eigen = CN()
+    # Laplacian: 'none' (D - A), 'sym' (I - D^-1/2 A D^-1/2), 'rw' (I - D^-1 A).
+    cn.eigen.laplacian_norm = 'none'
+    # Number of eigenpairs k kept (NaN-padded for graphs with fewer).
+    cn.eigen.max_freqs = max_freqs
+    # Drop the first (trivial, eigenvalue 0) eigenpair (GT).
+    cn.eigen.skip_trivial = False
+
+
+def posenc_cfg(cfg):
+    from yacs.config import CfgNode as CN
+
+    cfg.posenc_LapPE = CN()
+    cfg.posenc_LapPE.enable = False
+    # 'DeepSet' | 'Transformer' over (eigvec, eigval) pairs (GraphGPS), or
+    # 'linear': W u_i on the eigenvectors (GT, usually with combine: add).
+    cfg.posenc_LapPE.model = 'DeepSet'
+    cfg.posenc_LapPE.dim_pe = 16
+    cfg.posenc_LapPE.layers = 2
+    cfg.posenc_LapPE.n_heads = 4
+    cfg.posenc_LapPE.post_layers = 0
+    # 'none' | 'BatchNorm' on the raw (eigvec, eigval) inputs.
+    cfg.posenc_LapPE.raw_norm_type = 'none'
+    # Also keep the PE as ``batch.pe_LapPE``.
+    cfg.posenc_LapPE.pass_as_var = False
+    # Random sign flip of every eigenvector of every graph (training only).
+    cfg.posenc_LapPE.sign_flip = True
+    # 'concat' (type part gets d - dim_pe) or 'add' (PE mapped to d and added).
+    cfg.posenc_LapPE.combine = 'concat'
+    _eigen(cfg.posenc_LapPE, 10)
+
+    cfg.posenc_EquivStableLapPE = CN()
+    cfg.posenc_EquivStableLapPE.enable = False
+    # 'none': batch.pe_equiv = eigenvectors [N, k] (PEG); 'linear': W u_i [N, d]
+    # (GraphGPS).
+    cfg.posenc_EquivStableLapPE.model = 'none'
+    cfg.posenc_EquivStableLapPE.raw_norm_type = 'none'
+    _eigen(cfg.posenc_EquivStableLapPE, 8)
+
+    cfg.posenc_RWSE = CN()
+    cfg.posenc_RWSE.enable = False
+    # 'linear' | 'mlp'.
+    cfg.posenc_RWSE.model = 'linear'
+    cfg.posenc_RWSE.dim_pe = 16
+    cfg.posenc_RWSE.layers = 2
+    cfg.posenc_RWSE.raw_norm_type = 'BatchNorm'
+    cfg.posenc_RWSE.combine = 'concat'
+    cfg.posenc_RWSE.kernel = CN()
+    # Walk lengths k: an explicit list, or GraphGPS's 'range(a, b)' string
+    # (used when non-empty).
+    cfg.posenc_RWSE.kernel.times = []
+    cfg.posenc_RWSE.kernel.times_func = 'range(1, 21)'
+
+    cfg.pairenc = CN()
+    # Build the pair encoder even without a CSA branch (it is built whenever
+    # gt.layer_type contains CSA).
+    cfg.pairenc.enable = False
+    # Relative encoding: 'rwse' (Edge-RWSE, eq. 12), 'spd' (SPDE, eq. 11), 'none'.
+    cfg.pairenc.rpe = 'rwse'
+    # p: walk steps 1..p (rwse) or largest distance with its own type (spd).
+    cfg.pairenc.steps = 16
+    # Width of the RPE part when combine='concat' (0 -> d // 2).
+    cfg.pairenc.dim_rpe = 0
+    # E^(0) = E^bond || E^RPE ('concat', eq. 9) or E^bond + E^RPE ('add').
+    cfg.pairenc.combine = 'concat'
+    # Ring relation (CSA §3.4).
+    cfg.pairenc.rings = False
+    cfg.pairenc.ring_max_size = 18
+    # 'categorical' (Cartesian product with the bond categories), 'boolean'
+    # (Embed(1[i~j]) added) or 'additive' (authors' code: ring&bonded,
+    # ring&not-bonded embeddings added).
+    cfg.pairenc.ring_mode = 'categorical'
+    # Compute RW/SPD per batch on the model's device from the dense adjacency
+    # instead of storing n^2 p values per graph.
+    cfg.pairenc.on_the_fly = True
+
+    cfg.posenc = CN()
+    # Cache precomputed encodings on disk (keyed by data and parameters).
+    cfg.posenc.cache = True
+    # Worker processes for the precompute (0: in-process).
+    cfg.posenc.num_workers = 0
+    # BLAS / torch threads during the precompute (SPEC §6 thread contention).
+    cfg.posenc.blas_threads = 1
+    # tqdm progress bar (only shown on a TTY).
+    cfg.posenc.progress = True
+
+
+for _g in ('posenc_LapPE', 'posenc_EquivStableLapPE'):
+    choices(f'{_g}.eigen.laplacian_norm', ['none', 'sym', 'rw'])
+    choices(f'{_g}.raw_norm_type', ['none', 'BatchNorm', 'batchnorm'])
+choices('posenc_LapPE.model', ['DeepSet', 'Transformer', 'linear'])
+choices('posenc_LapPE.combine', ['concat', 'add'])
+choices('posenc_EquivStableLapPE.model', ['none', 'linear'])
+choices('posenc_RWSE.model', ['linear', 'mlp'])
+choices('posenc_RWSE.raw_norm_type', ['none', 'BatchNorm', 'batchnorm'])
+choices('posenc_RWSE.combine', ['concat', 'add'])
+choices('pairenc.rpe', ['rwse', 'spd', 'none'])
+choices('pairenc.combine', ['concat', 'add'])
+choices('pairenc.ring_mode', ['categorical', 'boolean', 'additive'])
+
+
+def node_encoder_parts(cfg, default_type: Optional[str] = None
+                       ) -> Tuple[Optional[str], List[str]]:
+    r"""``(type encoder name, [PE names])`` selected by the config.
+
+    ``default_type`` replaces a ``default`` (or missing) type part.
+    """
+    ds = cfg.dataset
+    if bool(getattr(ds, 'node_encoder', False)):
+        parts = [p.strip() for p in str(ds.node_encoder_name).split('+') if p.strip()]
+        pes = [p for p in parts if p in PE_NAMES]
+        types = [p for p in parts if p not in PE_NAMES]
+        if len(types) > 1:
+            raise ValueError(
+                f"dataset.node_encoder_name '{ds.node_encoder_name}' names "
+                f"several type encoders {types}; use one type encoder followed "
+                f"by PE encoders ({', '.join(PE_NAMES)}), e.g. 'TypeDictNode+RWSE'")
+        type_name = types[0] if types else 'default'
+    else:
+        pes = [p for p in PE_NAMES if cfg[f'posenc_{p}'].enable]
+        type_name = 'default'
+    if type_name == 'default':
+        type_name = default_type
+    return type_name, pes
+
+
+def pair_encoder_needed(cfg) -> bool:
+    """A CSA branch in ``gt.layer_type`` or ``pairenc.enable``."""
+    parts = str(cfg.gt.layer_type).split('+') if 'gt' in cfg else []
+    return bool(cfg.pairenc.enable) or 'CSA' in parts
+
+
+def rwse_times(cfg) -> List[int]:
+    from graphgps_ext.transform.rwse import parse_times
+    k = cfg.posenc_RWSE.kernel
+    return parse_times(list(k.times), str(k.times_func) if not k.times else '')
+
+
+def wanted_encodings(cfg) -> Dict[str, dict]:
+    r"""``{kind: params}`` of everything the precompute must attach.
+
+    ``params`` hold exactly what changes the values (they key the cache).
+    """
+    _, pes = node_encoder_parts(cfg)
+    out: Dict[str, dict] = {}
+
+    def eig(group):
+        e = cfg[group].eigen
+        return {'k': int(e.max_freqs), 'norm': str(e.laplacian_norm),
+                'skip_trivial': bool(e.skip_trivial)}
+
+    if 'LapPE' in pes:
+        out['lappe'] = eig('posenc_LapPE')
+    if 'EquivStableLapPE' in pes:
+        out['eslappe'] = eig('posenc_EquivStableLapPE')
+    if 'RWSE' in pes:
+        out['rwse'] = {'times': rwse_times(cfg)}
+    if pair_encoder_needed(cfg):
+        pe = cfg.pairenc
+        if not pe.on_the_fly and pe.rpe != 'none':
+            out[f'pair_{pe.rpe}'] = {'steps': int(pe.steps)}
+        if pe.rings:
+            out['rings'] = {'max_size': int(pe.ring_max_size)}
+    return out

@@ -1,0 +1,69 @@
+"""Config group ``train_ext``: training loop, optimiser, logging and run keys.
+
+Extends GraphGym's ``train`` and ``optim`` groups (GraphGPS names where they
+exist) and adds ``wandb``, ``tensorboard`` and the top-level ``run_name``.
+GraphGym keys reused as they are: ``optim.optimizer``, ``optim.base_lr``,
+``optim.weight_decay``, ``optim.momentum``, ``optim.max_epoch``,
+``optim.steps``, ``optim.lr_decay``, ``train.batch_size``,
+``train.eval_period``, ``train.auto_resume``, ``seed``, ``out_dir``,
+``accelerator``, ``metric_best``, ``metric_agg``, ``model.loss_fun``.
+"""
+from graphgps_ext.config import choices
+from graphgps_ext.metrics import METRICS
+from graphgps_ext.train.loss import LOSSES
+
+
+def train_cfg(cfg):
+    from yacs.config import CfgNode as CN
+
+    # ---- run --------------------------------------------------------------
+    # Results go to <out_dir>/<run_name>/<seed>/. Empty: derived from the
+    # config path (configs/geaet/zinc.yaml -> geaet-zinc; elsewhere the stem).
+    cfg.run_name = ''
+
+    # ---- network and loss ---------------------------------------------------
+    # Network class in GraphGym's network_dict (user-registered ones work too).
+    cfg.model.type = 'GPSModel'
+    # 'auto' = the dataset's default loss (TaskInfo.loss).
+    cfg.model.loss_fun = 'auto'
+
+    # ---- train ------------------------------------------------------------
+    # Stop when the best validation metric has not improved for this many
+    # epochs (0: off).
+    cfg.train.early_stop_patience = 0
+
+    # ---- optim (GraphGPS names) -------------------------------------------
+    # Linear warm-up epochs of 'cosine_with_warmup'.
+    cfg.optim.num_warmup_epochs = 50
+    # ReduceLROnPlateau (on the validation loss): factor and patience (in
+    # evaluations); the run stops once the lr falls below min_lr (GT).
+    cfg.optim.reduce_factor = 0.1
+    cfg.optim.schedule_patience = 10
+    cfg.optim.min_lr = 0.0
+    # Clip the global gradient norm to clip_grad_norm_value.
+    cfg.optim.clip_grad_norm = False
+    cfg.optim.clip_grad_norm_value = 1.0
+
+    # ---- TensorBoard ------------------------------------------------------
+    cfg.tensorboard = CN()
+    # Write tensorboardX event files into the run directory.
+    cfg.tensorboard.use = False
+
+    # ---- Weights & Biases ---------------------------------------------------
+    cfg.wandb = CN()
+    cfg.wandb.use = False
+    # online | offline | disabled. Online without an API key falls back to
+    # offline (files under <run dir>/wandb, upload later with `wandb sync`).
+    cfg.wandb.project = 'graphgps_ext'
+    # W&B entity (user or team); '' = your default entity.
+    cfg.wandb.entity = ''
+    cfg.wandb.mode = 'online'
+
+
+choices('optim.optimizer', ['adam', 'adamW', 'sgd'])
+choices('optim.scheduler', ['none', 'steps', 'cos', 'cosine_with_warmup',
+                            'reduce_on_plateau'])
+choices('model.loss_fun', ['auto'] + list(LOSSES))
+choices('wandb.mode', ['online', 'offline', 'disabled'])
+choices('metric_agg', ['argmax', 'argmin'])
+choices('metric_best', ['auto'] + list(METRICS))

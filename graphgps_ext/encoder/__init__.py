@@ -1,0 +1,191 @@
+r"""Feature encoders: node (type + PE), edge, and CSA pair encoders.
+
+Tables (registered in GraphGym's ``node_encoder_dict`` / ``edge_encoder_dict``
+by :mod:`graphgps_ext.register`; every class has
+``from_cfg(cfg, task, dim)``, so a user-registered encoder is selected by
+name like a built-in one):
+
+- :data:`NODE_ENCODERS`: type encoders ``TypeDictNode``, ``MultiTypeNode``,
+  ``Atom``, ``LinearNode``, ``ASTNode``; PE encoders ``LapPE``,
+  ``EquivStableLapPE``, ``RWSE``.
+- :data:`EDGE_ENCODERS`: ``TypeDictEdge``, ``Bond``, ``LinearEdge``,
+  ``DummyEdge``.
+
+Selection rules:
+
+- **Node**: with ``dataset.node_encoder: True`` the ``+``-separated
+  ``dataset.node_encoder_name`` (``'TypeDictNode+RWSE'``,
+  ``'Atom+LapPE'``, ``'LinearNode+LapPE+RWSE'``, ``'default+RWSE'``; the type
+  part ``default`` is the dataset's own encoder ``task.node_encoder``) and
+  ``dataset.node_encoder_bn``; with ``node_encoder: False`` (GraphGym's
+  default) the dataset's own encoder plus every ``posenc_*`` group with
+  ``enable: True``, no BatchNorm.
+- **Edge**: with ``dataset.edge_encoder: True`` the encoder
+  ``dataset.edge_encoder_name`` (``default`` = ``task.edge_encoder``) and
+  ``dataset.edge_encoder_bn``; otherwise ``task.edge_encoder``. When that is
+  ``None`` (no edge features) a :class:`DummyEdge` is built if a branch of
+  ``gt.layer_type`` consumes an edge stream (a branch class attribute
+  ``uses_edge_attr = True``, or by default ``GINE``, ``GatedGCN``,
+  ``GEANet``), else the builder returns ``None``.
+- **Pair**: :class:`PairEncoder` when ``gt.layer_type`` has a ``CSA`` branch
+  or ``pairenc.enable``; else ``None``.
+"""
+from typing import Optional
+
+from torch import nn
+import torch_geometric.graphgym.register as register
+
+from graphgps_ext.encoder.ast import ASTNode
+from graphgps_ext.encoder.composite import CompositeNodeEncoder
+from graphgps_ext.encoder.dummy_edge import DummyEdge
+from graphgps_ext.encoder.equiv_lap_pe import EquivStableLapPE
+from graphgps_ext.encoder.lap_pe import LapPE
+from graphgps_ext.encoder.linear import LinearEdge, LinearNode
+from graphgps_ext.encoder.multi_type import MultiTypeNode
+from graphgps_ext.encoder.ogb import Atom, Bond
+from graphgps_ext.encoder.pair import PairEncoder
+from graphgps_ext.encoder.rwse import RWSE
+from graphgps_ext.encoder.type_dict import TypeDictEdge, TypeDictNode
+
+NODE_ENCODERS = {
+    'TypeDictNode': TypeDictNode,
+    'MultiTypeNode': MultiTypeNode,
+    'Atom': Atom,
+    'LinearNode': LinearNode,
+    'ASTNode': ASTNode,
+    'LapPE': LapPE,
+    'EquivStableLapPE': EquivStableLapPE,
+    'RWSE': RWSE,
+}
+
+EDGE_ENCODERS = {
+    'TypeDictEdge': TypeDictEdge,
+    'Bond': Bond,
+    'LinearEdge': LinearEdge,
+    'DummyEdge': DummyEdge,
+}
+
+# Branches that consume an edge stream when their class does not say
+# (``uses_edge_attr``).
+EDGE_BRANCHES = ('GINE', 'GatedGCN', 'GEANet')
+
+__all__ = ['NODE_ENCODERS', 'EDGE_ENCODERS', 'build_node_encoder',
+           'build_edge_encoder', 'build_pair_encoder', 'CompositeNodeEncoder',
+           'PairEncoder']
+
+
+def _lookup(table_name: str, name: str, role: str):
+    table = getattr(register, table_name)
+    own = NODE_ENCODERS if table_name == 'node_encoder_dict' else EDGE_ENCODERS
+    # Own tables first: GraphGym pre-registers its own 'Atom' / 'Bond'
+    # (without ``from_cfg``); the registry adds user-registered encoders.
+    cls = own.get(name, table.get(name))
+    if cls is None:
+        from graphgps_ext.config import closest
+        known = sorted(set(table) | set(own))
+        hint = closest(name, known)
+        raise ValueError(f"unknown {role} encoder '{name}'"
+                         + (f"; did you mean '{hint[0]}'?" if hint else '')
+                         + f" (known: {', '.join(known)})")
+    if not hasattr(cls, 'from_cfg'):
+        raise ValueError(f"{role} encoder '{name}' ({cls.__name__}) has no "
+                         'from_cfg(cfg, task, dim) class method')
+    return cls
+
+
+def build_node_encoder(cfg, task, dim: int) -> nn.Module:
+    r"""``Module(batch) -> [N, dim]`` (see the module docstring for the rules)."""
+    from graphgps_ext.config.posenc import node_encoder_parts
+    type_name, pes = node_encoder_parts(cfg, task.node_encoder)
+    if type_name is None:
+        raise ValueError(f"dataset '{task.name}' has no default node encoder; "
+                         'set dataset.node_encoder True and '
+                         'dataset.node_encoder_name')
+    concat, add, side, width = [], [], [], 0
+    for name in pes:
+        cls = _lookup('node_encoder_dict', name, 'node PE')
+        if name == 'EquivStableLapPE':
+            side.append(cls.from_cfg(cfg, task, dim))
+            continue
+        group = cfg[f'posenc_{name}']
+        if group.combine == 'add':
+            add.append(cls.from_cfg(cfg, task, dim))
+        else:
+            concat.append(cls.from_cfg(cfg, task, int(group.dim_pe)))
+            width += int(group.dim_pe)
+    if dim - width < 1:
+        raise ValueError(f'the PE widths (dim_pe, total {width}) leave no room '
+                         f'for the node type embedding in gt.dim_hidden={dim}')
+    type_enc = _lookup('node_encoder_dict', type_name, 'node').from_cfg(
+        cfg, task, dim - width)
+    explicit = bool(getattr(cfg.dataset, 'node_encoder', False))
+    norm = (nn.BatchNorm1d(dim) if explicit and cfg.dataset.node_encoder_bn
+            else None)
+    if not (concat or add or side or norm is not None):
+        return type_enc
+    return CompositeNodeEncoder(type_enc, concat, add, side, norm)
+
+
+def _needs_edge_stream(cfg) -> bool:
+    for part in str(cfg.gt.layer_type).split('+'):
+        cls = register.layer_dict.get(part)
+        uses = getattr(cls, 'uses_edge_attr', None) if cls is not None else None
+        if uses is None:
+            uses = part in EDGE_BRANCHES
+        if uses:
+            return True
+    return False
+
+
+def edge_encoder_name(cfg, task, need: Optional[bool] = None) -> Optional[str]:
+    r"""The edge encoder name selected by ``cfg`` for ``task``.
+
+    ``need``: force (``True``) a :class:`DummyEdge` when the dataset has no
+    edge features; ``None`` decides from ``gt.layer_type``.
+    """
+    name = None
+    if bool(getattr(cfg.dataset, 'edge_encoder', False)):
+        name = str(cfg.dataset.edge_encoder_name)
+        if name == 'default':
+            name = task.edge_encoder
+    else:
+        name = task.edge_encoder
+    if name is None:
+        if need is None:
+            need = _needs_edge_stream(cfg)
+        name = 'DummyEdge' if need else None
+    return name
+
+
+def make_edge_encoder(name: str, cfg, task, dim: int) -> nn.Module:
+    return _lookup('edge_encoder_dict', name, 'edge').from_cfg(cfg, task, dim)
+
+
+class _EdgeWithNorm(nn.Module):
+    """An edge encoder followed by BatchNorm (GraphGPS ``edge_encoder_bn``)."""
+
+    def __init__(self, enc: nn.Module, dim: int):
+        super().__init__()
+        self.enc, self.norm = enc, nn.BatchNorm1d(dim)
+
+    def forward(self, batch):
+        return self.norm(self.enc(batch))
+
+
+def build_edge_encoder(cfg, task, dim: int) -> Optional[nn.Module]:
+    r"""``Module(batch) -> [E, dim]``, or ``None`` (no edge stream needed)."""
+    name = edge_encoder_name(cfg, task)
+    if name is None:
+        return None
+    enc = make_edge_encoder(name, cfg, task, dim)
+    if bool(getattr(cfg.dataset, 'edge_encoder', False)) and cfg.dataset.edge_encoder_bn:
+        return _EdgeWithNorm(enc, dim)
+    return enc
+
+
+def build_pair_encoder(cfg, task, dim: int) -> Optional[nn.Module]:
+    r"""``Module(batch, ctx) -> [B, n_max, n_max, dim]`` or ``None``."""
+    from graphgps_ext.config.posenc import pair_encoder_needed
+    if not pair_encoder_needed(cfg):
+        return None
+    return PairEncoder.from_cfg(cfg, task, dim)

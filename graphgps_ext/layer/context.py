@@ -1,0 +1,118 @@
+"""The static structure of a mini-batch, shared by every layer of a forward pass.
+
+A :class:`GraphContext` holds what does not change from layer to layer: the
+sparse connectivity, the node-to-graph assignment, and (computed once, on
+first use) the dense padded layout used by all-pairs attention and the dense
+pair features of CSA.  The node stream ``x`` and the edge stream
+``edge_attr`` are passed to the branches separately because they do change.
+"""
+from dataclasses import dataclass, field
+from typing import Any, Dict, Optional, Tuple
+
+import torch
+from torch import Tensor
+
+
+@dataclass
+class DenseLayout:
+    r"""Where each node sits in a padded ``[B, n_max]`` layout.
+
+    Attributes:
+        index: ``[N]`` flat position ``b * n_max + i`` of every node.
+        mask: ``[B, n_max]`` boolean, ``True`` at real nodes.
+        n_max: largest graph size in the batch.
+    """
+    index: Tensor
+    mask: Tensor
+    n_max: int
+
+    @property
+    def num_graphs(self) -> int:
+        return self.mask.size(0)
+
+    def to_dense(self, x: Tensor, fill: float = 0.0) -> Tensor:
+        """``[N, *]`` -> ``[B, n_max, *]`` (padding filled with ``fill``)."""
+        out = x.new_full((self.num_graphs * self.n_max, ) + tuple(x.shape[1:]),
+                         fill)
+        out[self.index] = x
+        return out.view((self.num_graphs, self.n_max) + tuple(x.shape[1:]))
+
+    def to_sparse(self, x: Tensor) -> Tensor:
+        """``[B, n_max, *]`` -> ``[N, *]`` (real nodes only, in input order)."""
+        return x.reshape((-1, ) + tuple(x.shape[2:]))[self.index]
+
+    def pair_index(self, edge_index: Tensor) -> Tuple[Tensor, Tensor, Tensor]:
+        """Dense coordinates ``(b, i, j)`` of the node pairs in ``edge_index``."""
+        src = self.index[edge_index[0]]
+        dst = self.index[edge_index[1]]
+        return src // self.n_max, src % self.n_max, dst % self.n_max
+
+
+@dataclass
+class GraphContext:
+    r"""Static structure of a batch of graphs.
+
+    Attributes:
+        edge_index: ``[2, E]`` directed edges (source, target), both directions
+            for undirected graphs.
+        batch: ``[N]`` graph id of every node (sorted, as PyG collates).
+        num_graphs: ``B``.
+        pair: optional ``[B, n_max, n_max, d_pair]`` dense pair features
+            ``E^(0)`` (CSA eq. 8-9), set by the pair encoder.
+        extras: free slots for quantities a branch computes once per batch
+            and reuses in every layer (keyed by the branch; e.g. the
+            normalised adjacency of MNA).
+        record: when not ``None``, branches store attention tensors here
+            (see :mod:`graphgps_ext.viz`); ``None`` during training.
+    """
+    edge_index: Tensor
+    batch: Tensor
+    num_graphs: int
+    pair: Optional[Tensor] = None
+    extras: Dict[str, Any] = field(default_factory=dict)
+    record: Optional[Dict[str, list]] = None
+    _layout: Optional[DenseLayout] = None
+
+    @classmethod
+    def from_batch(cls, data) -> 'GraphContext':
+        batch = getattr(data, 'batch', None)
+        if batch is None:
+            batch = torch.zeros(data.num_nodes, dtype=torch.long,
+                                device=data.edge_index.device)
+        num_graphs = int(getattr(data, 'num_graphs', 1) or 1)
+        return cls(edge_index=data.edge_index, batch=batch,
+                   num_graphs=num_graphs)
+
+    @property
+    def num_nodes(self) -> int:
+        return self.batch.numel()
+
+    @property
+    def layout(self) -> DenseLayout:
+        """The dense padded layout, computed on first use and cached."""
+        if self._layout is None:
+            counts = torch.bincount(self.batch, minlength=self.num_graphs)
+            n_max = int(counts.max()) if counts.numel() else 0
+            ptr = torch.zeros(self.num_graphs + 1, dtype=torch.long,
+                              device=self.batch.device)
+            ptr[1:] = counts.cumsum(0)
+            pos = torch.arange(self.batch.numel(),
+                               device=self.batch.device) - ptr[self.batch]
+            index = self.batch * n_max + pos
+            mask = torch.zeros(self.num_graphs * n_max, dtype=torch.bool,
+                               device=self.batch.device)
+            mask[index] = True
+            self._layout = DenseLayout(index, mask.view(self.num_graphs, n_max),
+                                       n_max)
+        return self._layout
+
+    def cached(self, key: str, fn):
+        """Return ``extras[key]``, computing it with ``fn()`` on first use."""
+        if key not in self.extras:
+            self.extras[key] = fn()
+        return self.extras[key]
+
+    def log(self, key: str, value: Tensor):
+        """Store an attention tensor when recording is on (no-op otherwise)."""
+        if self.record is not None:
+            self.record.setdefault(key, []).append(value.detach().cpu())

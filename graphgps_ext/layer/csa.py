@@ -1,0 +1,212 @@
+r"""Chromatic Self-Attention (Menegaux et al., *Self-Attention in Colors*, §3)."""
+from typing import Optional, Tuple
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+
+from graphgps_ext.layer.context import DenseLayout, GraphContext
+
+DROPOUT_MODES = ('connection', 'node', 'channel')
+
+
+class CSA(nn.Module):
+    r"""Chromatic Self-Attention: attention *filters* with one score per channel
+    (CSA eq. 5-7, Appendix B).
+
+    For the nodes :math:`i, j` of one graph, with :math:`H` heads of width
+    :math:`d_h = d / H` and :math:`h(c)` the head of channel :math:`c`:
+
+    .. math::
+        a_c(i, j) &= \exp\Big(\tfrac{1}{\sqrt{d_h}} Q_{i,h(c)} \cdot K_{j,h(c)}
+                     + E^{\mathrm{att}}_{ij,c}\Big) \\
+        \tilde a_c(i, j) &= a_c(i, j) \,/\, \textstyle\sum_k a_c(i, k) \\
+        \mathrm{out}_i &= W_O \textstyle\sum_j \tilde{\mathbf a}(i, j) \odot
+                     (V_j + E^{\mathrm{val}}_{ij})
+
+    with :math:`Q = W_Q h`, :math:`K = W_K h`, :math:`V = W_V h` (bias-free, as
+    the authors' code), :math:`E^{\mathrm{att}} = W_{EA} E^{(0)}` and
+    :math:`E^{\mathrm{val}} = W_{EV} E^{(0)}` computed from the dense pair
+    features :math:`E^{(0)}` (``ctx.pair``, eq. 8-9; ``ctx.pair[b, i, j]`` is
+    the pair (i, j) of the pair encoder, the edge :math:`i \to j` where bonded,
+    as ``to_dense_adj`` in the authors' code; symmetric for undirected graphs).
+    The softmax runs over the nodes :math:`j` of the graph of :math:`i`,
+    **separately for every channel**.
+    The sum over :math:`j` is over all nodes of the graph, so the branch
+    returns only the attention term; the hybrid layer adds :math:`h_i`.
+
+    *CSA-mono* (``mono=True``): :math:`E^{\mathrm{att}}_{ij}` is one scalar per
+    head (``W_EA: d_pair -> H``), so the filter is constant on a head's
+    channels (standard multi-head attention with an edge bias).
+
+    *Attention dropout* on :math:`\tilde{\mathbf a}` after the softmax
+    (inverted: kept entries are scaled by :math:`1/(1-p)`): ``'connection'``
+    zeroes whole pairs :math:`(i, j)` on all channels (the authors' configs),
+    ``'node'`` zeroes whole key nodes :math:`j` (for every :math:`i`),
+    ``'channel'`` zeroes single entries :math:`(i, j, c)`.
+
+    *Edge parameter sharing* (``share_edge_params=True``): :meth:`tie_to`
+    makes :math:`W_{EA}, W_{EV}` the first layer's modules, and
+    :math:`E^{\mathrm{att}}, E^{\mathrm{val}}` are computed once per batch
+    (``ctx.cached``) and reused by every layer.
+
+    Cost: the per-channel softmax needs the ``[B, n, n, d]`` filter tensor,
+    :math:`O(B\,n_{\max}^2\,d)` time and memory, the intrinsic cost of CSA
+    (paper §3.5); ``mono`` keeps it at ``[B, n, n, H]`` except for the
+    value-edge term.
+
+    Args:
+        dim: node width :math:`d` (divisible by ``heads``).
+        heads: number of heads :math:`H`.
+        pair_dim: width of ``ctx.pair`` (default ``dim``).
+        mono: CSA-mono (scalar edge bias per head).
+        share_edge_params: tie :math:`W_{EA}, W_{EV}` across layers.
+        attn_dropout: attention dropout rate :math:`p`.
+        attn_dropout_mode: ``'connection'``, ``'node'`` or ``'channel'``.
+        out_proj: apply :math:`W_O` (``nn.Linear`` with bias; the authors'
+            ``linear_attn``, part of the paper's parameter budgets).
+        edge_bias: biases on :math:`W_{EA}, W_{EV}` (parity with the authors'
+            shared edge encoder; the :math:`E^{\mathrm{att}}` bias cancels in
+            the softmax and gets no gradient).
+
+    Shapes:
+        ``x`` ``[N, d]``, ``ctx.pair`` ``[B, n_max, n_max, pair_dim]``
+        -> ``([N, d], None)`` (the edge stream is not touched).
+    """
+
+    def __init__(self, dim: int, heads: int = 4, pair_dim: Optional[int] = None,
+                 mono: bool = False, share_edge_params: bool = False,
+                 attn_dropout: float = 0.0,
+                 attn_dropout_mode: str = 'connection', out_proj: bool = True,
+                 edge_bias: bool = False):
+        super().__init__()
+        if dim % heads != 0:
+            raise ValueError(f'CSA: dim {dim} is not divisible by the number of '
+                             f'heads {heads} (gt.dim_hidden / gt.n_heads)')
+        if attn_dropout_mode not in DROPOUT_MODES:
+            raise ValueError(f"CSA: unknown attn_dropout_mode '{attn_dropout_mode}'"
+                             f" (csa.attn_dropout_mode): use one of {DROPOUT_MODES}")
+        if not 0.0 <= attn_dropout <= 1.0:
+            raise ValueError(f'CSA: attn_dropout must be in [0, 1], got {attn_dropout}')
+        self.dim, self.heads, self.head_dim = dim, heads, dim // heads
+        self.pair_dim = dim if pair_dim is None else pair_dim
+        self.mono = mono
+        self.share_edge_params = share_edge_params
+        self.attn_dropout = attn_dropout
+        self.attn_dropout_mode = attn_dropout_mode
+        self.lin_q = nn.Linear(dim, dim, bias=False)
+        self.lin_k = nn.Linear(dim, dim, bias=False)
+        self.lin_v = nn.Linear(dim, dim, bias=False)
+        self.lin_edge_att = nn.Linear(self.pair_dim, heads if mono else dim,
+                                      bias=edge_bias)
+        self.lin_edge_val = nn.Linear(self.pair_dim, dim, bias=edge_bias)
+        self.lin_out = nn.Linear(dim, dim) if out_proj else None
+
+    @classmethod
+    def from_cfg(cls, cfg, dim: int) -> 'CSA':
+        share = cfg.csa.share_edge_params
+        return cls(dim, heads=cfg.gt.n_heads, pair_dim=dim, mono=cfg.csa.mono,
+                   share_edge_params=share, attn_dropout=cfg.gt.attn_dropout,
+                   attn_dropout_mode=cfg.csa.attn_dropout_mode,
+                   out_proj=cfg.csa.out_proj,
+                   edge_bias=bool(cfg.csa.parity_edge_bias and share))
+
+    def reset_parameters(self):
+        for lin in (self.lin_q, self.lin_k, self.lin_v, self.lin_edge_att,
+                    self.lin_edge_val, self.lin_out):
+            if lin is not None:
+                lin.reset_parameters()
+
+    def tie_to(self, first: 'CSA'):
+        """Share ``first``'s edge maps :math:`W_{EA}, W_{EV}` (no-op unless
+        ``share_edge_params``)."""
+        if not self.share_edge_params:
+            return
+        if not isinstance(first, CSA) or first.lin_edge_att.weight.shape != \
+                self.lin_edge_att.weight.shape or first.lin_edge_val.weight.shape \
+                != self.lin_edge_val.weight.shape:
+            raise ValueError('CSA.tie_to: the first layer must be a CSA branch '
+                             'with the same dim, pair_dim and mono setting')
+        self.lin_edge_att = first.lin_edge_att
+        self.lin_edge_val = first.lin_edge_val
+
+    def edge_terms(self, ctx: GraphContext) -> Tuple[Tensor, Tensor]:
+        r""":math:`E^{\mathrm{att}}` ``[B, n, n, H, C]`` (``C`` = :math:`d_h`, or 1
+        for mono) and :math:`E^{\mathrm{val}}` ``[B, n, n, H, d_h]``."""
+        pair = ctx.pair
+        if pair is None:
+            raise ValueError(
+                'CSA needs dense pair features ctx.pair [B, n_max, n_max, d]: '
+                'enable pairenc (the CSA pair encoder) in the config')
+        layout = ctx.layout
+        B, n = layout.num_graphs, layout.n_max
+        if pair.shape[:3] != (B, n, n) or pair.size(-1) != self.pair_dim:
+            raise ValueError(
+                f'CSA: ctx.pair has shape {tuple(pair.shape)}, expected '
+                f'[{B}, {n}, {n}, {self.pair_dim}] (batch size, n_max, n_max, '
+                'pair width)')
+
+        def compute():
+            return self.lin_edge_att(pair), self.lin_edge_val(pair)
+
+        if self.share_edge_params:
+            key = f'csa/edge/{id(self.lin_edge_att)}/{id(self.lin_edge_val)}'
+            e_att, e_val = ctx.cached(key, compute)
+        else:
+            e_att, e_val = compute()
+        c = 1 if self.mono else self.head_dim
+        return (e_att.view(B, n, n, self.heads, c),
+                e_val.view(B, n, n, self.heads, self.head_dim))
+
+    def attention(self, x: Tensor, e_att: Tensor, layout: DenseLayout) -> Tensor:
+        r"""Normalised (and, in training, dropped-out) filters
+        :math:`\tilde{\mathbf a}` ``[B, n, n, H, C]`` (query ``i``, key ``j``)."""
+        B, n, H, dh = layout.num_graphs, layout.n_max, self.heads, self.head_dim
+        q = layout.to_dense(self.lin_q(x)).view(B, n, H, dh)
+        k = layout.to_dense(self.lin_k(x)).view(B, n, H, dh)
+        score = torch.einsum('bihc,bjhc->bijh', q, k) * dh**-0.5  # [B, n, n, H]
+        # Padding keys get a huge negative finite score (before the edge bias
+        # is broadcast over the channels): exactly zero weight, and no NaN
+        # even for a query row without any real key.
+        key_pad = ~layout.mask[:, None, :, None]
+        score = score.masked_fill(key_pad, torch.finfo(score.dtype).min / 2)
+        attn = torch.softmax(score.unsqueeze(-1) + e_att, dim=2)  # [B, n, n, H, C]
+        return self._dropout(attn)
+
+    def _dropout(self, attn: Tensor) -> Tensor:
+        p = self.attn_dropout
+        if not self.training or p == 0.0:
+            return attn
+        B, n, _, H, C = attn.shape
+        if self.attn_dropout_mode == 'channel':
+            if C != self.head_dim:  # mono: a filter entry per channel
+                attn = attn.expand(B, n, n, H, self.head_dim)
+            return F.dropout(attn, p, training=True)
+        shape = (B, n, n, 1, 1) if self.attn_dropout_mode == 'connection' \
+            else (B, 1, n, 1, 1)
+        keep = attn.new_empty(shape).bernoulli_(1.0 - p)
+        return attn * keep.mul_(0.0 if p >= 1.0 else 1.0 / (1.0 - p))
+
+    def forward(self, x: Tensor, edge_attr: Optional[Tensor],
+                ctx: GraphContext) -> Tuple[Tensor, None]:
+        layout = ctx.layout
+        B, n, H, dh = layout.num_graphs, layout.n_max, self.heads, self.head_dim
+        e_att, e_val = self.edge_terms(ctx)
+        attn = self.attention(x, e_att, layout)
+        ctx.log('csa', attn)
+        v = layout.to_dense(self.lin_v(x)).view(B, n, H, dh)
+        if attn.size(-1) == 1:  # mono filters: one weight per head
+            a = attn.squeeze(-1)
+            out = (torch.einsum('bijh,bjhc->bihc', a, v)
+                   + torch.einsum('bijh,bijhc->bihc', a, e_val))
+        else:
+            out = (attn * (v.unsqueeze(1) + e_val)).sum(dim=2)
+        out = layout.to_sparse(out.reshape(B, n, self.dim))
+        if self.lin_out is not None:
+            out = self.lin_out(out)
+        return out, None
+
+    def extra_repr(self) -> str:
+        return (f'dim={self.dim}, heads={self.heads}, mono={self.mono}, '
+                f'share_edge_params={self.share_edge_params}, '
+                f'attn_dropout={self.attn_dropout} ({self.attn_dropout_mode})')

@@ -1,0 +1,70 @@
+r"""GIN with edge features (GINE) branch (Hu et al., 2020), as in GraphGPS."""
+from typing import Optional
+
+from torch import Tensor, nn
+from torch_geometric.nn import GINEConv
+from torch_geometric.nn.resolver import activation_resolver
+from torch_geometric.utils import scatter
+
+from graphgps_ext.layer.context import GraphContext
+from graphgps_ext.layer.gatedgcn import EquivStableGate, equivstable_positions
+
+
+class GINE(nn.Module):
+    r"""GINE local branch: PyG :class:`~torch_geometric.nn.conv.GINEConv` with
+    the GraphGPS two-layer MLP:
+
+    .. math::
+        x_i' = \mathrm{MLP}\Big((1 + \epsilon)\, x_i + \sum_{j \to i}
+            \mathrm{ReLU}(x_j + e_{ji})\ [\,\cdot\, r_{ji}]\Big), \qquad
+        \mathrm{MLP} = W_2\, \mathrm{act}(W_1 \cdot + b_1) + b_2
+
+    with the optional EquivStableLapPE gate :math:`r_{ji}`
+    (:class:`~graphgps_ext.layer.gatedgcn.EquivStableGate`, GraphGPS's
+    ``GINEConvESLapPE``, computed with the conv's own MLP and
+    :math:`\epsilon`); followed by ``act`` when ``out_act`` (GEAET's
+    ``local_out_act``). The edge stream is read, not updated.
+
+    Shapes: ``x [N, d]``, ``edge_attr [E, d]`` -> ``(x_out [N, d], None)``.
+    """
+
+    def __init__(self, dim: int, act: str = 'relu', train_eps: bool = False,
+                 equivstable_pe: bool = False, out_act: bool = False):
+        super().__init__()
+        mlp = nn.Sequential(nn.Linear(dim, dim), activation_resolver(act),
+                            nn.Linear(dim, dim))
+        self.conv = GINEConv(mlp, train_eps=train_eps)
+        self.out_act = activation_resolver(act) if out_act else None
+        self.gate = EquivStableGate(dim) if equivstable_pe else None
+
+    @classmethod
+    def from_cfg(cls, cfg, dim: int) -> 'GINE':
+        return cls(dim, act=cfg.mpnn.act, train_eps=cfg.mpnn.gin_train_eps,
+                   equivstable_pe=cfg.mpnn.equivstable_pe,
+                   out_act=cfg.mpnn.out_act)
+
+    def reset_parameters(self):
+        self.conv.reset_parameters()
+        if self.gate is not None:
+            self.gate.reset_parameters()
+
+    def forward(self, x: Tensor, edge_attr: Optional[Tensor],
+                ctx: GraphContext):
+        if edge_attr is None:
+            raise ValueError(
+                'GINE needs edge features but the batch has none: enable an '
+                'edge encoder (e.g. DummyEdge for datasets without edge '
+                "features) or use 'GIN' as the local branch")
+        if self.gate is None:
+            out = self.conv(x, ctx.edge_index, edge_attr)
+        else:
+            out = self._gated(x, edge_attr, ctx)
+        return (self.out_act(out) if self.out_act is not None else out), None
+
+    def _gated(self, x: Tensor, edge_attr: Tensor, ctx: GraphContext) -> Tensor:
+        # GraphGPS's GINEConvESLapPE: the same operator with gated messages.
+        src, dst = ctx.edge_index
+        gate = self.gate(equivstable_positions(ctx, 'GINE'), ctx.edge_index)
+        msg = (x[src] + edge_attr).relu() * gate
+        agg = scatter(msg, dst, 0, dim_size=x.size(0), reduce='sum')
+        return self.conv.nn(agg + (1 + self.conv.eps) * x)

@@ -1,0 +1,144 @@
+r"""The one GPS-style hybrid layer that every model of this package stacks.
+
+A layer composes up to three *branches* chosen by a config string
+``"<local>+<global>+<external>"`` (e.g. ``"GatedGCN+Transformer+GEANet"``,
+``"GCN+None+GEANet"``, ``"None+CSA+None"``), as in GEAET eq. 8-10 and GraphGPS:
+
+.. math::
+    X_M, E_M &= \mathrm{MPNN}(X, E, A) \\
+    X_T      &= \mathrm{Global}(X) \quad (\text{Transformer, CSA, MNA, GT}) \\
+    X_G, E_G &= \mathrm{GEANet}(X, E_M) \\
+    X'       &= \mathrm{FFN}(X_M + X_T + X_G), \qquad E' = E_G
+
+Each branch ``b`` gets its own dropout, residual and norm:
+
+- post-norm (GraphGPS, GEAET, CSA, GT):
+  :math:`h_b = \mathrm{Norm}_b(\mathrm{skip}_b(X) + \mathrm{Drop}(b(X)))`;
+- pre-norm (MNA-GT eq. 11):
+  :math:`h_b = \mathrm{skip}_b(X) + \mathrm{Drop}(b(\mathrm{Norm}_b(X)))`,
+
+where :math:`\mathrm{skip}_b(X) = X` except where a branch defines its own
+(MNA: :math:`\hat{A} X`). The branch outputs are summed and passed through a
+two-layer FFN with its own residual and norm (post: ``Norm(h + FFN(h))``;
+pre: ``h + FFN(Norm(h))``). Without the FFN, post-norm still applies
+``Norm(h)`` to the sum, as GraphGPS/GEAET do with ``use_ffn: False``.
+
+The edge stream is threaded through the branches in the order local, global,
+external: a branch that returns new edge features replaces the stream for the
+branches after it and for the next layer (GEANet receives :math:`E_M`).
+
+**Branch protocol.** A branch is an ``nn.Module`` with
+
+- ``forward(x [N, d], edge_attr [E, d_e] | None, ctx: GraphContext)
+  -> (x_out [N, d], edge_attr_out [E, d_e] | None)``; ``None`` leaves the edge
+  stream unchanged; any edge residual/norm is the branch's own business;
+- optionally ``skip(x, ctx) -> [N, d]`` (the residual term, default ``x``);
+- ``from_cfg(cfg, dim) -> Branch`` (class method) used by the network builder;
+  the constructor itself takes plain arguments so the branch is usable and
+  testable without GraphGym.
+
+Shapes: ``x`` is ``[N, d]`` for ``N`` nodes in the batch, ``edge_attr`` is
+``[E, d]`` for ``E`` directed edges.
+"""
+from typing import Optional
+
+import torch
+from torch import Tensor, nn
+from torch_geometric.nn.resolver import activation_resolver
+
+from graphgps_ext.layer.context import GraphContext
+
+BRANCH_KINDS = ('local', 'global', 'external')
+
+
+def make_norm(kind: str, dim: int) -> nn.Module:
+    """``'batch'`` -> BatchNorm1d, ``'layer'`` -> LayerNorm, ``'none'`` -> Identity."""
+    if kind == 'batch':
+        return nn.BatchNorm1d(dim)
+    if kind == 'layer':
+        return nn.LayerNorm(dim)
+    if kind in ('none', None):
+        return nn.Identity()
+    raise ValueError(f"unknown norm '{kind}': use 'batch', 'layer' or 'none'")
+
+
+class FeedForward(nn.Module):
+    r"""Two-layer MLP :math:`W_2\,\mathrm{Drop}(\sigma(W_1 h))`, ``d -> m d -> d``."""
+
+    def __init__(self, dim: int, mult: float = 2.0, act: str = 'relu',
+                 dropout: float = 0.0):
+        super().__init__()
+        hidden = int(round(mult * dim))
+        self.lin1 = nn.Linear(dim, hidden)
+        self.lin2 = nn.Linear(hidden, dim)
+        self.act = activation_resolver(act)
+        self.dropout = nn.Dropout(dropout)
+
+    def reset_parameters(self):
+        self.lin1.reset_parameters()
+        self.lin2.reset_parameters()
+
+    def forward(self, x: Tensor) -> Tensor:
+        return self.dropout(self.lin2(self.dropout(self.act(self.lin1(x)))))
+
+
+class HybridLayer(nn.Module):
+    r"""Local + global + external branches, summed, then an FFN.
+
+    Args:
+        dim: hidden width ``d``.
+        local, glob, external: branch modules or ``None`` (absent).
+        norm: ``'batch'``, ``'layer'`` or ``'none'`` for every branch and the FFN.
+        pre_norm: normalise before each block (MNA) instead of after it.
+        residual: add the branch's skip term (``x`` by default).
+        dropout: dropout on each branch output and inside the FFN.
+        ffn: whether to apply the FFN block (off: ``X' = Norm(sum of branches)``
+            in post-norm, the plain sum in pre-norm).
+        ffn_mult: FFN hidden width as a multiple of ``d``.
+        act: FFN activation (PyG activation resolver name).
+    """
+
+    def __init__(self, dim: int, local: Optional[nn.Module] = None,
+                 glob: Optional[nn.Module] = None,
+                 external: Optional[nn.Module] = None, norm: str = 'batch',
+                 pre_norm: bool = False, residual: bool = True,
+                 dropout: float = 0.0, ffn: bool = True, ffn_mult: float = 2.0,
+                 act: str = 'relu'):
+        super().__init__()
+        branches = dict(zip(BRANCH_KINDS, (local, glob, external)))
+        self.branches = nn.ModuleDict(
+            {k: b for k, b in branches.items() if b is not None})
+        if len(self.branches) == 0:
+            raise ValueError('a hybrid layer needs at least one branch '
+                             "(layer_type 'None+None+None' is empty)")
+        self.norms = nn.ModuleDict(
+            {k: make_norm(norm, dim) for k in self.branches})
+        self.pre_norm = pre_norm
+        self.residual = residual
+        self.dropout = nn.Dropout(dropout)
+        self.ffn = FeedForward(dim, ffn_mult, act, dropout) if ffn else None
+        # Post-norm keeps the output norm even without FFN (GraphGPS/GEAET
+        # ``use_ffn: False`` still normalise the branch sum).
+        self.ffn_norm = make_norm(norm, dim) if (ffn or not pre_norm) else None
+
+    def forward(self, x: Tensor, edge_attr: Optional[Tensor],
+                ctx: GraphContext):
+        out = 0
+        for kind, branch in self.branches.items():
+            norm = self.norms[kind]
+            h, e = branch(norm(x) if self.pre_norm else x, edge_attr, ctx)
+            h = self.dropout(h)
+            if self.residual:
+                skip = getattr(branch, 'skip', None)
+                h = h + (skip(x, ctx) if skip is not None else x)
+            if not self.pre_norm:
+                h = norm(h)
+            if e is not None:
+                edge_attr = e
+            out = out + h
+        if self.pre_norm:
+            if self.ffn is not None:
+                out = out + self.ffn(self.ffn_norm(out))
+        else:
+            out = self.ffn_norm(out + self.ffn(out) if self.ffn is not None else out)
+        return out, edge_attr

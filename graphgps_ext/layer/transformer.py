@@ -1,0 +1,84 @@
+r"""Full multi-head self-attention over the nodes of each graph (global branch)."""
+import math
+from typing import Optional
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+
+from graphgps_ext.layer.context import GraphContext
+
+
+class Transformer(nn.Module):
+    r"""Multi-head self-attention among all nodes of each graph (GraphGPS,
+    GEAET eq. 1 and 8):
+
+    .. math::
+        Q^{(h)}, K^{(h)}, V^{(h)} &= X W_Q^{(h)} + b_Q^{(h)},\ X W_K^{(h)} + b_K^{(h)},
+            \ X W_V^{(h)} + b_V^{(h)} \\
+        X_T &= \mathrm{Concat}_h\Big(\mathrm{Drop}\big(\mathrm{softmax}
+            (Q^{(h)} K^{(h)\top} / \sqrt{d_h})\big) V^{(h)}\Big) W_O + b_O
+
+    where the softmax runs over the nodes of the query's own graph. Computed
+    with :func:`torch.nn.functional.scaled_dot_product_attention` on the
+    dense padded layout ``[B, H, n_max, d_h]`` (``ctx.layout``) with a key
+    padding mask, so memory is :math:`O(B\, n_{max}^2 H)`; padded query rows
+    attend to the real nodes of their graph (finite, then discarded). The
+    parameters match :class:`torch.nn.MultiheadAttention`.
+
+    When ``ctx.record`` is set, the attention is computed explicitly and the
+    map ``[B, H, n_max, n_max]`` (zero at padded rows and columns) is offered
+    to ``ctx.log('transformer', ...)``.
+
+    Args:
+        dim: width :math:`d`.
+        n_heads: heads :math:`H` (must divide ``dim``).
+        attn_dropout: dropout on the attention weights (training only).
+
+    Shapes: ``x [N, d]`` -> ``(x_out [N, d], None)``.
+    """
+
+    def __init__(self, dim: int, n_heads: int = 4, attn_dropout: float = 0.0):
+        super().__init__()
+        if dim % n_heads:
+            raise ValueError(f'Transformer: hidden width {dim} is not divisible '
+                             f'by gt.n_heads={n_heads}; change one of them')
+        self.dim, self.n_heads, self.head_dim = dim, n_heads, dim // n_heads
+        self.attn_dropout = attn_dropout
+        self.qkv = nn.Linear(dim, 3 * dim)
+        self.out = nn.Linear(dim, dim)
+
+    @classmethod
+    def from_cfg(cls, cfg, dim: int) -> 'Transformer':
+        return cls(dim, n_heads=cfg.gt.n_heads, attn_dropout=cfg.gt.attn_dropout)
+
+    def reset_parameters(self):
+        self.qkv.reset_parameters()
+        self.out.reset_parameters()
+
+    def forward(self, x: Tensor, edge_attr: Optional[Tensor],
+                ctx: GraphContext):
+        layout = ctx.layout
+        B, n, H, dh = layout.num_graphs, layout.n_max, self.n_heads, self.head_dim
+        qkv = layout.to_dense(self.qkv(x))  # [B, n, 3d]
+        q, k, v = qkv.view(B, n, 3, H, dh).permute(2, 0, 3, 1, 4)  # [B, H, n, dh]
+        keep = layout.mask
+        # A graph without nodes would have no key to attend to (NaN rows).
+        keep = keep | ~keep.any(dim=-1, keepdim=True)
+        keep = keep[:, None, None, :]  # [B, 1, 1, n]
+        p = self.attn_dropout if self.training else 0.0
+        if ctx.record is None:
+            h = F.scaled_dot_product_attention(q, k, v, attn_mask=keep,
+                                               dropout_p=p)
+        else:
+            scores = (q @ k.transpose(-1, -2)) / math.sqrt(dh)
+            attn = scores.masked_fill(~keep, float('-inf')).softmax(dim=-1)
+            ctx.log('transformer',
+                    attn * layout.mask[:, None, :, None] * layout.mask[:, None, None, :])
+            h = F.dropout(attn, p, training=self.training) @ v
+        h = h.transpose(1, 2).reshape(B, n, self.dim)
+        return self.out(layout.to_sparse(h)), None
+
+    def extra_repr(self) -> str:
+        return (f'dim={self.dim}, heads={self.n_heads}, '
+                f'attn_dropout={self.attn_dropout}')

@@ -1,0 +1,130 @@
+"""``load_dataset(cfg)``: read the configured dataset, derive its task
+metadata, precompute encodings and return the train/val/test splits."""
+import logging
+import os.path as osp
+import time
+from dataclasses import dataclass, field
+from typing import Any, Dict, Optional
+
+import torch
+from torch import Tensor
+from torch_geometric.data import Dataset
+
+from graphgps_ext.loader import splits as split_utils
+from graphgps_ext.loader.sources import FORMATS, Source
+from graphgps_ext.loader.task import TaskInfo
+from graphgps_ext.loader.tasks import apply_overrides, build_task
+
+
+@dataclass
+class DatasetBundle:
+    """The loaded dataset.
+
+    Attributes:
+        splits: ``train`` / ``val`` / ``test`` datasets.
+        task: task metadata (derived, then config overrides applied).
+        split_indices: indices of each split into the dataset as stored on
+            disk (Peptides in the LRGB layout: csv rows), to save with the
+            run; ``None`` when the splits are separate files (ZINC,
+            GNNBenchmarkDataset, LRGBDataset, generated SBMs).
+        info: format, name, folder, load time, graph counts, ``stand_in``.
+    """
+    splits: Dict[str, Dataset]
+    task: TaskInfo
+    split_indices: Optional[Dict[str, Tensor]] = None
+    info: Dict[str, Any] = field(default_factory=dict)
+
+
+def _closest_format(fmt: str) -> str:
+    from graphgps_ext.config import closest
+    hint = closest(fmt, list(FORMATS))
+    return (f"unknown dataset.format '{fmt}'"
+            + (f"; did you mean '{hint[0]}'?" if hint else '')
+            + f" (supported: {', '.join(FORMATS)})")
+
+
+def _limit(src: Source, max_graphs: int):
+    """Apply ``dataset.max_graphs`` to a source that has not done so."""
+    if max_graphs <= 0 or src.limited:
+        return
+    if 'all' in src.parts:
+        kept = split_utils.limit(src.indices, max_graphs)
+        keep = torch.cat([kept[k] for k in split_utils.SPLITS])
+        src.parts['all'] = src.parts['all'][keep]
+        src.source_indices = kept
+        src.indices = split_utils.contiguous(
+            {k: int(v.numel()) for k, v in kept.items()})
+    else:
+        sizes = {k: torch.arange(len(v)) for k, v in src.parts.items()}
+        kept = split_utils.limit(sizes, max_graphs)
+        src.parts = {k: v[:int(kept[k].numel())] for k, v in src.parts.items()}
+    src.limited = True
+
+
+def _precompute(src: Source, cfg):
+    try:
+        from graphgps_ext.transform import precompute_encodings
+    except ImportError as err:
+        raise ImportError(
+            'graphgps_ext.transform.precompute_encodings(dataset, cfg, '
+            'cache_dir) is missing; the loader needs it to attach positional '
+            f'encodings (it is a no-op when none is enabled): {err}') from err
+    size = f'_max{cfg.dataset.max_graphs}' if cfg.dataset.max_graphs > 0 else ''
+    for part, ds in list(src.parts.items()):
+        cache = osp.join(src.folder, 'encodings', f'{part}{size}')
+        src.parts[part] = precompute_encodings(ds, cfg, cache)
+
+
+def load_dataset(cfg) -> DatasetBundle:
+    """Load ``cfg.dataset.format`` / ``cfg.dataset.name`` from
+    ``cfg.dataset.dir``.
+
+    Steps: read (or generate / download when missing and online) the data;
+    apply ``dataset.max_graphs``; derive :class:`TaskInfo` and apply config
+    overrides; precompute encodings (:func:`graphgps_ext.transform.
+    precompute_encodings`, cached under the dataset's folder); split.
+
+    Raises:
+        ValueError: unknown format or name (with the valid ones).
+        graphgps_ext.loader.offline.DatasetNotFoundError: files missing and
+            no network (within seconds).
+    """
+    start = time.perf_counter()
+    fmt = cfg.dataset.format
+    if fmt not in FORMATS:
+        raise ValueError(_closest_format(fmt))
+    src = FORMATS[fmt](cfg)
+    _limit(src, int(cfg.dataset.max_graphs))
+
+    if 'all' in src.parts:
+        train0 = src.parts['all'][int(src.indices['train'][0])]
+    else:
+        train0 = src.parts['train'][0]
+    task = build_task(cfg.dataset.name, src.spec_key, train0,
+                      num_outputs=src.num_outputs,
+                      node_num_types=src.node_num_types, extra=src.extra)
+    apply_overrides(task, cfg)
+
+    _precompute(src, cfg)
+    if 'all' in src.parts:
+        base = src.parts['all']
+        out = {k: base[src.indices[k]] for k in split_utils.SPLITS}
+        split_indices = src.source_indices or src.indices
+    else:
+        out = dict(src.parts)
+        split_indices = None
+    seconds = time.perf_counter() - start
+    sizes = {k: len(v) for k, v in out.items()}
+    info = dict(format=fmt, name=cfg.dataset.name, folder=src.folder,
+                load_seconds=round(seconds, 3), sizes=sizes,
+                standard_split=src.standard_split,
+                stand_in=bool(src.extra.get('stand_in', False)))
+    logging.info('[*] %s / %s: %s graphs (train/val/test) in %.1f s; task %s '
+                 '(%s, %d outputs, loss %s, metric %s/%s)', fmt,
+                 cfg.dataset.name, '/'.join(str(v) for v in sizes.values()),
+                 seconds, task.task, task.task_type, task.num_outputs,
+                 task.loss, task.metric, task.metric_direction)
+    if info['stand_in']:
+        logging.warning('%s is a GENERATED STAND-IN, not the published '
+                        'benchmark files', cfg.dataset.name)
+    return DatasetBundle(out, task, split_indices, info)

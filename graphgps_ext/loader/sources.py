@@ -1,0 +1,365 @@
+"""Datasets selected by ``dataset.format`` / ``dataset.name`` (GraphGPS
+conventions), read through PyG / OGB classes wherever they exist.
+
+==========================  ====================================  ===========================================
+``dataset.format``          ``dataset.name``                      files under ``dataset.dir``
+==========================  ====================================  ===========================================
+``PyG-ZINC``                ``subset`` (ZINC-12k), ``full``       ``ZINC/raw/{train,val,test}.{pickle,index}``
+``PyG-GNNBenchmarkDataset`` ``MNIST CIFAR10 PATTERN CLUSTER``     ``GNNBenchmarkDataset/<NAME>/raw/<NAME>_v2.pt``
+``PyG-TUDataset``           ``NCI1 NCI109 COLLAB`` (any TU name)  ``TUDataset/<NAME>/raw/<NAME>_*.txt``
+``PyG-LRGBDataset``         ``Peptides-func Peptides-struct``     ``LRGBDataset/<name lower-cased>/raw/``
+                            ``PascalVOC-SP COCO-SP PCQM-Contact``
+``OGB``                     ``peptides-functional``,              ``peptides-functional/`` (LRGB original
+                            ``peptides-structural``               layout, :mod:`.peptides`)
+``OGB``                     ``ogbg-molpcba``, ``ogbg-code2``      ``ogbg_molpcba/``, ``ogbg_code2/`` (OGB)
+``OGB``                     ``PCQM4Mv2-full``, ``PCQM4Mv2-subset`` ``pcqm4m-v2/`` (OGB-LSC)
+``synthetic``               ``TreeNeighbourMatch``,               generated into ``synthetic/``
+                            ``PATTERN``, ``CLUSTER``
+==========================  ====================================  ===========================================
+"""
+import os.path as osp
+from dataclasses import dataclass, field
+from typing import Any, Callable, Dict, Optional
+
+import numpy as np
+import torch
+from torch import Tensor
+from torch_geometric.data import Dataset
+
+from graphgps_ext.loader import splits as split_utils
+from graphgps_ext.loader import storage
+from graphgps_ext.loader.offline import (DatasetNotFoundError,
+                                         allow_pyg_globals, no_prompt,
+                                         require_files, torch_load_trusted)
+from graphgps_ext.loader.tasks import SPECS
+
+# GraphGPS: PCQM4Mv2 holds out 150k random training molecules (rng 42) as
+# validation and tests on the official 'valid' split; the subset keeps 10 %
+# of the remaining training molecules and 50k of the held-out ones.
+PCQM_HOLDOUT, PCQM_SUBSET_RATIO, PCQM_SUBSET_VAL, PCQM_SEED = 150_000, 0.1, 50_000, 42
+
+
+@dataclass
+class Source:
+    """What a format reader returns: either three split datasets (``parts``
+    with keys ``train``/``val``/``test``) or one dataset ``parts['all']``
+    with ``indices`` per split."""
+    parts: Dict[str, Dataset]
+    indices: Optional[Dict[str, Tensor]]
+    folder: str
+    spec_key: str
+    num_outputs: Optional[int] = None
+    node_num_types: Optional[int] = None
+    extra: Dict[str, Any] = field(default_factory=dict)
+    limited: bool = False          # dataset.max_graphs applied already
+    standard_split: bool = True
+    # After dataset.max_graphs: the kept indices into the stored dataset.
+    source_indices: Optional[Dict[str, Tensor]] = None
+
+
+def _dir(cfg) -> str:
+    return osp.abspath(osp.expanduser(cfg.dataset.dir))
+
+
+def _three(factory: Callable[[str], Dataset]) -> Dict[str, Dataset]:
+    with no_prompt():
+        return {s: factory(s) for s in split_utils.SPLITS}
+
+
+# --------------------------------------------------------------------- PyG --
+def zinc(cfg) -> Source:
+    from torch_geometric.datasets import ZINC
+    name = cfg.dataset.name
+    if name not in ('subset', 'full'):
+        raise ValueError(f"dataset.name '{name}' for PyG-ZINC: use 'subset' "
+                         "(ZINC-12k) or 'full' (ZINC-250k)")
+    root = osp.join(_dir(cfg), 'ZINC')
+    raw = osp.join(root, 'raw')
+    files = [osp.join(raw, f'{s}.{ext}') for ext in ('pickle', 'index')
+             for s in split_utils.SPLITS]
+    require_files(files, dataset="'ZINC' (PyG-ZINC)",
+                  urls=[ZINC.url] + [ZINC.split_url.format(s)
+                                     for s in split_utils.SPLITS],
+                  folder=raw, cfg=cfg,
+                  how="Unzip molecules.zip and rename its folder 'molecules' "
+                      f"to {raw}; put the three .index files there too.")
+    parts = _three(lambda s: ZINC(root, subset=name == 'subset', split=s))
+    for ds in parts.values():
+        storage.graph_y_as_rows(ds)
+    return Source(parts, None, osp.join(root, name), 'ZINC')
+
+
+def gnn_benchmark(cfg, root: Optional[str] = None, stand_in: bool = False
+                  ) -> Source:
+    from torch_geometric.datasets import GNNBenchmarkDataset
+    name = cfg.dataset.name
+    valid = ('MNIST', 'CIFAR10', 'PATTERN', 'CLUSTER')
+    if name not in valid:
+        raise ValueError(f"dataset.name '{name}' for PyG-GNNBenchmarkDataset: "
+                         f'use one of {valid}')
+    root = root or osp.join(_dir(cfg), 'GNNBenchmarkDataset')
+    raw = osp.join(root, name, 'raw')
+    require_files([osp.join(raw, f'{name}_v2.pt')],
+                  dataset=f"'{name}' (PyG-GNNBenchmarkDataset)",
+                  urls=[GNNBenchmarkDataset.urls[name]], folder=raw, cfg=cfg,
+                  how=f'Unzip {name}_v2.zip there. Without network, '
+                      'PATTERN/CLUSTER can be generated instead: '
+                      "dataset.format 'synthetic'.")
+    parts = _three(lambda s: GNNBenchmarkDataset(root, name, split=s))
+    if name in ('MNIST', 'CIFAR10'):
+        for ds in parts.values():  # GraphGPS: x <- [pixel || position]
+            storage.concat_node_attrs(ds, 'x', 'pos')
+            storage.edge_attr_as_columns(ds)
+    extra = {'stand_in': stand_in}
+    return Source(parts, None, osp.join(root, name), name, extra=extra,
+                  limited=stand_in)
+
+
+def tu(cfg) -> Source:
+    from torch_geometric.datasets import TUDataset
+    name = cfg.dataset.name
+    root = osp.join(_dir(cfg), 'TUDataset')
+    raw = osp.join(root, name, 'raw')
+    require_files([osp.join(raw, f'{name}_{k}.txt')
+                   for k in ('A', 'graph_indicator')],
+                  dataset=f"'{name}' (PyG-TUDataset)",
+                  urls=[f'{TUDataset.url}/{name}.zip'], folder=raw, cfg=cfg,
+                  how=f'Unzip it so that the {name}_*.txt files sit directly '
+                      f'in {raw}.')
+    with no_prompt():
+        ds = TUDataset(root, name)
+    node_types, extra = None, {}
+    if ds._data.get('x') is None:  # COLLAB, IMDB-*: degree as node type
+        node_types = storage.degree_as_node_type(ds, cfg.dataset.max_degree)
+        extra['node_feature'] = 'degree'
+    y = ds._data.y
+    indices = split_utils.stratified_split(y, cfg.dataset.split, cfg.seed)
+    if name in SPECS:
+        key = name
+    else:
+        key = 'TU-degree' if node_types is not None else 'TU'
+    return Source({'all': ds}, indices, osp.join(root, name), key,
+                  num_outputs=int(y.max()) + 1, node_num_types=node_types,
+                  extra=extra, standard_split=False)
+
+
+def lrgb(cfg) -> Source:
+    from torch_geometric.datasets import LRGBDataset
+    lower = cfg.dataset.name.lower()
+    if lower not in LRGBDataset.names:
+        raise ValueError(f"dataset.name '{cfg.dataset.name}' for "
+                         'PyG-LRGBDataset: use one of Peptides-func, '
+                         'Peptides-struct, PascalVOC-SP, COCO-SP, PCQM-Contact')
+    root = osp.join(_dir(cfg), 'LRGBDataset')
+    raw = osp.join(root, lower, 'raw')
+    ext = 'pickle' if lower.endswith('-sp') else 'pt'
+    require_files([osp.join(raw, f'{s}.{ext}') for s in split_utils.SPLITS],
+                  dataset=f"'{cfg.dataset.name}' (PyG-LRGBDataset)",
+                  urls=[LRGBDataset.urls[lower]], folder=raw, cfg=cfg,
+                  how=f'Unzip it into {root} and rename its folder '
+                      f"'{LRGBDataset.dwnld_file_name[lower]}' to {raw}.")
+    parts = _three(lambda s: LRGBDataset(root, lower, split=s))
+    return Source(parts, None, osp.join(root, lower), lower)
+
+
+# --------------------------------------------------------------------- OGB --
+def _ogb_release(folder: str, version, urls, dataset: str):
+    # OGB asks on stdin when the folder exists without its release marker.
+    tag = osp.join(folder, f'RELEASE_v{version}.txt')
+    if osp.isdir(folder) and not osp.exists(tag):
+        raise DatasetNotFoundError(
+            f'{dataset}: {folder} exists but has no release marker {tag}. If '
+            'its files are the current OGB release, create that (empty) file; '
+            f'otherwise delete the folder (download: {urls[0]}).')
+
+
+def ogb_graph(cfg) -> Source:
+    import pandas as pd
+    import ogb
+    from ogb.graphproppred import PygGraphPropPredDataset
+    name = cfg.dataset.name
+    master = pd.read_csv(osp.join(osp.dirname(ogb.__file__), 'graphproppred',
+                                  'master.csv'), index_col=0,
+                         keep_default_na=False)
+    if name not in master:
+        raise ValueError(f"unknown OGB graph dataset '{name}'; OGB has: "
+                         + ', '.join(master.keys()))
+    meta = master[name]
+    base = _dir(cfg)
+    folder = osp.join(base, '_'.join(name.split('-')))
+    if osp.exists(folder + '_pyg'):
+        folder += '_pyg'
+    raw = osp.join(folder, 'raw')
+    if meta['binary'] == 'True':
+        files = ['data.npz', 'graph-label.npz']
+    else:
+        files = ['edge.csv.gz', 'graph-label.csv.gz']
+        files += ['node-feat.csv.gz'] if meta['has_node_attr'] == 'True' else []
+        files += ['edge-feat.csv.gz'] if meta['has_edge_attr'] == 'True' else []
+        if meta['additional node files'] != 'None':
+            files += [f'{f}.csv.gz'
+                      for f in meta['additional node files'].split(',')]
+    split_dir = osp.join(folder, 'split', meta['split'])
+    paths = [osp.join(raw, f) for f in files]
+    paths += [osp.join(split_dir, f'{s}.csv.gz')
+              for s in ('train', 'valid', 'test')]
+    how = (f"Unzip {meta['download_name']}.zip into {base} and rename its "
+           f"folder '{meta['download_name']}' to {folder} (keep its "
+           f"RELEASE_v{meta['version']}.txt, raw/ and split/).")
+    require_files(paths, dataset=f"'{name}' (OGB)", urls=[meta['url']],
+                  folder=folder, how=how, cfg=cfg)
+    if all(osp.exists(p) for p in paths):
+        _ogb_release(folder, meta['version'], [meta['url']], name)
+    allow_pyg_globals()
+    with no_prompt():
+        ds = PygGraphPropPredDataset(name, root=base)
+    split = ds.get_idx_split()
+    indices = {'train': split['train'], 'val': split['valid'],
+               'test': split['test']}
+    if name == 'ogbg-code2':
+        return _code2(cfg, ds, indices)
+    if name == 'ogbg-molpcba':
+        key = name
+    elif 'classification' in meta['task type']:
+        key = 'ogbg-mol-classification'
+    else:
+        key = 'ogbg-mol-regression'
+    if 'classification' in meta['task type'] and \
+            not ds._data.y.is_floating_point():  # bce wants 0/1 floats
+        storage.set_attr(ds, 'y', ds._data.y.float())
+    return Source({'all': ds}, indices, ds.root, key,
+                  num_outputs=int(meta['num tasks']),
+                  extra={'ogb_eval_metric': meta['eval metric']})
+
+
+def _mapping_size(folder: str, file: str, fallback: int) -> int:
+    import pandas as pd
+    path = osp.join(folder, 'mapping', file)
+    return len(pd.read_csv(path)) if osp.exists(path) else fallback
+
+
+def _code2(cfg, ds, indices) -> Source:
+    from graphgps_ext.loader import code2
+    ys = ds._data.y
+    vocab2idx, idx2vocab = code2.vocab_mapping(
+        [ys[i] for i in indices['train'].tolist()], code2.NUM_VOCAB)
+    ds.transform = code2.Code2Transform(vocab2idx, code2.MAX_SEQ_LEN,
+                                        cfg.dataset.code2_max_nodes)
+    x = ds._data.x
+    extra = dict(
+        num_vocab=code2.NUM_VOCAB, max_seq_len=code2.MAX_SEQ_LEN,
+        max_depth=code2.MAX_DEPTH, idx2vocab=idx2vocab,
+        num_nodetypes=_mapping_size(ds.root, 'typeidx2type.csv.gz',
+                                    int(x[:, 0].max()) + 1),
+        num_nodeattributes=_mapping_size(ds.root, 'attridx2attr.csv.gz',
+                                         int(x[:, 1].max()) + 1))
+    return Source({'all': ds}, indices, ds.root, 'ogbg-code2',
+                  num_outputs=len(idx2vocab), extra=extra)
+
+
+def pcqm4mv2_splits(split: Dict[str, Tensor], subset: bool
+                    ) -> Dict[str, Tensor]:
+    """GraphGPS's PCQM4Mv2 splits: a random (``default_rng(42)``) 150k of the
+    official train split becomes ``val``, the official ``valid`` split is
+    ``test``; ``subset``: the first 10 % of the remaining train molecules and
+    the first 50k of ``val``.  (For a training split below 1.5M molecules,
+    i.e. test data, the held-out part is 10 % of it instead of 150k.)"""
+    train = torch.as_tensor(np.asarray(split['train'])).long()
+    perm = torch.from_numpy(np.random.default_rng(PCQM_SEED).permutation(
+        train.numpy()))
+    holdout = min(PCQM_HOLDOUT, perm.numel() // 10)
+    val, train = perm[:holdout], perm[holdout:]
+    test = torch.as_tensor(np.asarray(split['valid'])).long()
+    if subset:
+        train = train[:int(PCQM_SUBSET_RATIO * train.numel())]
+        val = val[:PCQM_SUBSET_VAL]
+    return {'train': train, 'val': val, 'test': test}
+
+
+def pcqm4mv2(cfg) -> Source:
+    from ogb.lsc import PygPCQM4Mv2Dataset
+    variant = cfg.dataset.name.split('-', 1)[1]
+    if variant not in ('full', 'subset'):
+        raise ValueError(f"dataset.name '{cfg.dataset.name}': use "
+                         "'PCQM4Mv2-full' or 'PCQM4Mv2-subset'")
+    base = _dir(cfg)
+    folder = osp.join(base, 'pcqm4m-v2')
+    url = 'https://dgl-data.s3-accelerate.amazonaws.com/dataset/OGB-LSC/pcqm4m-v2.zip'
+    paths = [osp.join(folder, 'raw', 'data.csv.gz'),
+             osp.join(folder, 'split_dict.pt')]
+    require_files(paths, dataset=f"'{cfg.dataset.name}' (OGB-LSC)",
+                  urls=[url], folder=folder, cfg=cfg,
+                  how=f'Unzip pcqm4m-v2.zip into {base} (it holds '
+                      'pcqm4m-v2/raw/data.csv.gz, split_dict.pt and '
+                      'RELEASE_v1.txt).')
+    if all(osp.exists(p) for p in paths):
+        _ogb_release(folder, 1, [url], cfg.dataset.name)
+
+    class PCQM4Mv2(PygPCQM4Mv2Dataset):
+        # OGB loads split_dict.pt (numpy arrays) with a bare torch.load, which
+        # torch >= 2.6 refuses; it is the release's own file.
+        def get_idx_split(self):
+            raw = torch_load_trusted(osp.join(self.root, 'split_dict.pt'))
+            return {k: torch.as_tensor(np.asarray(v)).long()
+                    for k, v in raw.items()}
+
+    allow_pyg_globals()
+    with no_prompt():
+        ds = PCQM4Mv2(root=base)
+    storage.graph_y_as_rows(ds)
+    indices = pcqm4mv2_splits(ds.get_idx_split(), variant == 'subset')
+    return Source({'all': ds}, indices, folder, 'PCQM4Mv2')
+
+
+def ogb_format(cfg) -> Source:
+    from graphgps_ext.loader.peptides import VARIANTS, PeptidesDataset
+    name = cfg.dataset.name
+    if name in VARIANTS:
+        ds = PeptidesDataset(_dir(cfg), name, cfg.dataset.max_graphs, cfg=cfg)
+        key = {'peptides-functional': 'peptides-func',
+               'peptides-structural': 'peptides-struct'}[name]
+        return Source({'all': ds}, ds.split_idx, ds.root, key, limited=True,
+                      extra={'full_split_sizes': ds.full_split_sizes},
+                      source_indices=ds.split_rows)
+    if name.startswith('ogbg-'):
+        return ogb_graph(cfg)
+    if name.startswith('PCQM4Mv2-'):
+        return pcqm4mv2(cfg)
+    raise ValueError(f"dataset.name '{name}' for format OGB: use "
+                     'peptides-functional, peptides-structural, ogbg-molpcba, '
+                     'ogbg-code2 (or another ogbg-* name), PCQM4Mv2-full, '
+                     'PCQM4Mv2-subset')
+
+
+# --------------------------------------------------------------- generated --
+def synthetic(cfg) -> Source:
+    from graphgps_ext.loader.generators import sbm
+    from graphgps_ext.loader.generators.tree_neighbours import (
+        TreeNeighbourMatch, cache_root)
+    name, ds_cfg = cfg.dataset.name, cfg.dataset
+    seed, max_graphs = int(ds_cfg.generator_seed), int(ds_cfg.max_graphs)
+    if name == 'TreeNeighbourMatch':
+        r = int(ds_cfg.tree_depth)
+        ds = TreeNeighbourMatch(cache_root(_dir(cfg)), r, ds_cfg.tree_variant,
+                                seed, max_graphs)
+        extra = dict(node_type_dims=[2 ** r + 1, 2 ** r + 1], tree_depth=r,
+                     tree_variant=ds_cfg.tree_variant)
+        return Source({'all': ds}, ds.split_idx, ds.processed_dir,
+                      'TreeNeighbourMatch', num_outputs=2 ** r, extra=extra,
+                      limited=True)
+    if name in sbm.SPECS:
+        root = sbm.cache_root(_dir(cfg), name, seed, max_graphs)
+        sbm.write_raw(root, name, seed, max_graphs)
+        return gnn_benchmark(cfg, root=root, stand_in=True)
+    raise ValueError(f"dataset.name '{name}' for format synthetic: use "
+                     "'TreeNeighbourMatch', 'PATTERN' or 'CLUSTER'")
+
+
+FORMATS: Dict[str, Callable[[Any], Source]] = {
+    'PyG-ZINC': zinc,
+    'PyG-GNNBenchmarkDataset': gnn_benchmark,
+    'PyG-TUDataset': tu,
+    'PyG-LRGBDataset': lrgb,
+    'OGB': ogb_format,
+    'synthetic': synthetic,
+}

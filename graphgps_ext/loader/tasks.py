@@ -1,0 +1,159 @@
+"""Task metadata per dataset (:class:`~graphgps_ext.loader.task.TaskInfo`):
+a table of what is fixed by the benchmark (loss, metric, encoders, head),
+completed by what is read from the data (widths, vocabularies, classes),
+then overridden by config keys.
+
+Override convention (``'auto'`` = derived from the dataset):
+
+========================  ===================  =================================
+config key                ``auto`` default     overrides
+========================  ===================  =================================
+``dataset.task``          ``auto``             ``TaskInfo.task``
+``dataset.task_type``     ``auto``             ``TaskInfo.task_type``
+``dataset.num_outputs``   ``-1``               ``TaskInfo.num_outputs`` (if > 0)
+``model.loss_fun``        ``auto``             ``TaskInfo.loss``
+``metric_best``           ``auto``             ``TaskInfo.metric`` (+ direction)
+``dataset.metrics``       ``[]``               ``TaskInfo.metrics``
+``gnn.head``              ``default``          ``TaskInfo.head`` (read by the
+                                               model)
+========================  ===================  =================================
+
+Encoders are chosen by :mod:`graphgps_ext.encoder` from
+``TaskInfo.node_encoder`` / ``edge_encoder`` unless ``dataset.node_encoder``
+/ ``dataset.edge_encoder`` is ``True`` (GraphGPS convention; then
+``dataset.node_encoder_name`` / ``edge_encoder_name``, where the token
+``default`` stands for the TaskInfo value, e.g. ``default+RWSE``).
+"""
+import copy
+from typing import Any, Dict, Optional
+
+from torch_geometric.data import Data
+
+from graphgps_ext.loader.task import TaskInfo
+
+MIN_METRICS = {'mae', 'mse'}
+
+
+def direction(metric: str) -> str:
+    """``min`` for error metrics, ``max`` otherwise."""
+    return 'min' if metric in MIN_METRICS else 'max'
+
+
+_GRAPH_REG = dict(task='graph', task_type='regression', loss='l1',
+                  metric='mae', metrics=['mae', 'mse'], head='graph_mlp')
+_GRAPH_CLS = dict(task='graph', task_type='classification',
+                  loss='cross_entropy', metric='accuracy',
+                  metrics=['accuracy', 'f1_macro'], head='graph_mlp')
+_GRAPH_MULTI = dict(task='graph', task_type='classification_multilabel',
+                    loss='bce', metric='ap', metrics=['ap', 'auroc'],
+                    head='graph_mlp')
+_SBM = dict(task='node', task_type='classification',
+            loss='weighted_cross_entropy', metric='accuracy_sbm',
+            metrics=['accuracy_sbm', 'accuracy'], head='inductive_node',
+            node_encoder='LinearNode', edge_encoder='DummyEdge')
+_SUPERPIXEL_NODE = dict(task='node', task_type='classification',
+                        loss='weighted_cross_entropy', metric='f1_macro',
+                        metrics=['f1_macro', 'accuracy'], head='inductive_node',
+                        node_encoder='LinearNode', edge_encoder='LinearEdge')
+_MOL = dict(node_encoder='Atom', edge_encoder='Bond')
+
+# Fixed facts per benchmark; ``num_outputs=None`` = read from the data.
+SPECS: Dict[str, Dict[str, Any]] = {
+    'ZINC': dict(_GRAPH_REG, num_outputs=1, node_encoder='TypeDictNode',
+                 node_num_types=28, edge_encoder='TypeDictEdge',
+                 edge_num_types=4),
+    'MNIST': dict(_GRAPH_CLS, num_outputs=10, node_encoder='LinearNode',
+                  edge_encoder='LinearEdge'),
+    'CIFAR10': dict(_GRAPH_CLS, num_outputs=10, node_encoder='LinearNode',
+                    edge_encoder='LinearEdge'),
+    'PATTERN': dict(_SBM, num_outputs=2),
+    'CLUSTER': dict(_SBM, num_outputs=6),
+    'NCI1': dict(_GRAPH_CLS, num_outputs=2, node_encoder='LinearNode',
+                 edge_encoder=None),
+    'NCI109': dict(_GRAPH_CLS, num_outputs=2, node_encoder='LinearNode',
+                   edge_encoder=None),
+    'COLLAB': dict(_GRAPH_CLS, num_outputs=3, node_encoder='TypeDictNode',
+                   edge_encoder=None),
+    'TU': dict(_GRAPH_CLS, num_outputs=None, node_encoder='LinearNode',
+               edge_encoder=None),
+    'TU-degree': dict(_GRAPH_CLS, num_outputs=None,
+                      node_encoder='TypeDictNode', edge_encoder=None),
+    'peptides-func': dict(_GRAPH_MULTI, **_MOL, num_outputs=10),
+    'peptides-struct': dict(_GRAPH_REG, **_MOL, num_outputs=11),
+    'pascalvoc-sp': dict(_SUPERPIXEL_NODE, num_outputs=21),
+    'coco-sp': dict(_SUPERPIXEL_NODE, num_outputs=81),
+    'pcqm-contact': dict(_MOL, task='link', task_type='ranking', loss='bce',
+                         metric='mrr_filtered', num_outputs=1,
+                         metrics=['mrr_filtered', 'mrr', 'hits@1', 'hits@3',
+                                  'hits@10'], head='inductive_link'),
+    'ogbg-molpcba': dict(_GRAPH_MULTI, **_MOL, num_outputs=128),
+    'ogbg-mol-classification': dict(_GRAPH_MULTI, **_MOL, num_outputs=None),
+    'ogbg-mol-regression': dict(_GRAPH_REG, **_MOL, num_outputs=None),
+    'ogbg-code2': dict(task='graph', task_type='sequence',
+                       loss='cross_entropy', metric='f1_subtoken',
+                       metrics=['f1_subtoken'], head='code2_sequence',
+                       node_encoder='ASTNode', edge_encoder='LinearEdge',
+                       num_outputs=None),
+    'PCQM4Mv2': dict(_GRAPH_REG, **_MOL, num_outputs=1),
+    'TreeNeighbourMatch': dict(task='graph', task_type='classification',
+                               loss='cross_entropy', metric='accuracy',
+                               metrics=['accuracy'], head='root_node',
+                               node_encoder='MultiTypeNode',
+                               edge_encoder=None, num_outputs=None),
+}
+
+
+def build_task(name: str, spec_key: str, sample: Data,
+               num_outputs: Optional[int] = None,
+               node_num_types: Optional[int] = None,
+               extra: Optional[Dict[str, Any]] = None) -> TaskInfo:
+    """TaskInfo of benchmark ``spec_key`` completed from a sample graph.
+
+    Args:
+        name: the configured dataset name (kept in ``TaskInfo.name``).
+        spec_key: key of :data:`SPECS`.
+        sample: one graph of the training split.
+        num_outputs: from the data, where the table leaves it open.
+        node_num_types: categorical node vocabulary from the data (e.g.
+            COLLAB degrees), where the table leaves it open.
+        extra: dataset-specific extras.
+    """
+    spec = copy.deepcopy(SPECS[spec_key])
+    outputs = spec.pop('num_outputs')
+    outputs = outputs if outputs is not None else num_outputs
+    if outputs is None:
+        raise ValueError(f'{name}: number of outputs unknown; set '
+                         'dataset.num_outputs')
+    x = sample.get('x')
+    node_dim = 1 if x is None or x.dim() == 1 else int(x.size(1))
+    ea = sample.get('edge_attr')
+    edge_dim = 0 if ea is None else (1 if ea.dim() == 1 else int(ea.size(1)))
+    if spec.get('edge_encoder') in ('LinearEdge', 'TypeDictEdge', 'Bond') \
+            and ea is None:  # no edge features: the encoder builder decides
+        spec['edge_encoder'] = None
+    types = spec.pop('node_num_types', None) or node_num_types or 0
+    return TaskInfo(name=name, num_outputs=int(outputs),
+                    metric_direction=direction(spec['metric']),
+                    node_dim=node_dim, node_num_types=int(types),
+                    edge_dim=edge_dim, extra=dict(extra or {}), **spec)
+
+
+def apply_overrides(task: TaskInfo, cfg) -> TaskInfo:
+    """Apply the config overrides of the module docstring (in place)."""
+    ds = cfg.dataset
+    if ds.task != 'auto':
+        task.task = ds.task
+    if ds.task_type != 'auto':
+        task.task_type = ds.task_type
+    if ds.num_outputs > 0:
+        task.num_outputs = int(ds.num_outputs)
+    if cfg.model.loss_fun != 'auto':
+        task.loss = cfg.model.loss_fun
+    if len(ds.metrics) > 0:
+        task.metrics = list(ds.metrics)
+    if cfg.metric_best != 'auto':
+        task.metric = cfg.metric_best
+        task.metric_direction = direction(task.metric)
+    if task.metric not in task.metrics:
+        task.metrics = [task.metric] + list(task.metrics)
+    return task

@@ -1,0 +1,118 @@
+r"""The network: feature encoder -> L hybrid layers -> task head.
+
+.. math::
+    X^{(0)} = \mathrm{NodeEnc}(x) \;[\,\|\,\mathrm{PE}],\quad
+    E^{(0)} = \mathrm{EdgeEnc}(e),\quad
+    \mathcal{E} = \mathrm{PairEnc}(\cdot)\ \text{(CSA only)}
+
+    X^{(l+1)}, E^{(l+1)} = \mathrm{HybridLayer}_l(X^{(l)}, E^{(l)}),
+    \qquad \hat{y} = \mathrm{Head}(X^{(L)})
+
+Modules are looked up by name in GraphGym's registries
+(``node_encoder_dict``, ``edge_encoder_dict``, ``layer_dict``, ``head_dict``),
+so a user-registered module is selected by config like a built-in one.
+"""
+from typing import Optional
+
+from torch import nn
+import torch_geometric.graphgym.register as register
+
+from graphgps_ext.layer.context import GraphContext
+from graphgps_ext.layer.hybrid import HybridLayer
+from graphgps_ext.loader.task import TaskInfo
+
+
+def parse_layer_type(layer_type: str):
+    """``'GatedGCN+Transformer+GEANet'`` -> ``('GatedGCN', 'Transformer', 'GEANet')``
+    with ``None`` for absent branches. Raises ``ValueError`` naming valid branches."""
+    parts = layer_type.split('+')
+    if len(parts) != 3:
+        raise ValueError(
+            f"gt.layer_type '{layer_type}' must have three '+'-separated parts "
+            "<local>+<global>+<external>, e.g. 'GatedGCN+Transformer+GEANet' "
+            "or 'None+CSA+None'")
+    names = [None if p in ('None', 'none', '') else p for p in parts]
+    for kind, name in zip(('local', 'global', 'external'), names):
+        if name is not None and name not in register.layer_dict:
+            from graphgps_ext.config import closest
+            hint = closest(name, list(register.layer_dict))
+            raise ValueError(
+                f"unknown {kind} branch '{name}' in gt.layer_type "
+                f"'{layer_type}'" + (f"; did you mean '{hint[0]}'?" if hint else '')
+                + f" (registered: {', '.join(sorted(register.layer_dict))})")
+    return tuple(names)
+
+
+def build_branch(name: Optional[str], cfg, dim: int) -> Optional[nn.Module]:
+    if name is None:
+        return None
+    return register.layer_dict[name].from_cfg(cfg, dim)
+
+
+class GPSModel(nn.Module):
+    r"""Encoder, ``cfg.gt.layers`` hybrid layers and a head.
+
+    Args:
+        cfg: the resolved config.
+        task: the dataset's :class:`~graphgps_ext.loader.task.TaskInfo`.
+
+    ``forward(batch)`` returns ``(pred, true)`` as GraphGym heads do.
+    """
+
+    def __init__(self, cfg, task: TaskInfo):
+        super().__init__()
+        from graphgps_ext.encoder import (build_edge_encoder, build_node_encoder,
+                                          build_pair_encoder)
+        dim = cfg.gt.dim_hidden
+        local, glob, ext = parse_layer_type(cfg.gt.layer_type)
+        self.node_encoder = build_node_encoder(cfg, task, dim)
+        self.edge_encoder = build_edge_encoder(cfg, task, dim)
+        self.pair_encoder = build_pair_encoder(cfg, task, dim)
+        self.layers = nn.ModuleList([
+            HybridLayer(dim, build_branch(local, cfg, dim),
+                        build_branch(glob, cfg, dim),
+                        build_branch(ext, cfg, dim), norm=cfg.gt.norm,
+                        pre_norm=cfg.gt.pre_norm, residual=cfg.gt.residual,
+                        dropout=cfg.gt.dropout, ffn=cfg.gt.ffn,
+                        ffn_mult=cfg.gt.ffn_mult, act=cfg.gt.act)
+            for _ in range(cfg.gt.layers)
+        ])
+        # Parameter sharing across layers (e.g. CSA's shared edge maps): a
+        # branch that defines ``tie_to(first)`` is tied to the same-kind
+        # branch of the first layer.
+        for layer in list(self.layers)[1:]:
+            for kind, branch in layer.branches.items():
+                if hasattr(branch, 'tie_to'):
+                    branch.tie_to(self.layers[0].branches[kind])
+        head = cfg.gnn.head if cfg.gnn.head != 'default' else task.head
+        if head not in register.head_dict:
+            raise ValueError(f"unknown head '{head}' (gnn.head); registered: "
+                             + ', '.join(sorted(register.head_dict)))
+        self.head = register.head_dict[head].from_cfg(cfg, task, dim)
+
+    def encode(self, batch, record: Optional[dict] = None):
+        """Run the feature encoders; returns ``(x, edge_attr, ctx)``.
+
+        ``record``: a dict in which branches store attention tensors
+        (:meth:`GraphContext.log`), or ``None`` (training).
+        """
+        ctx = GraphContext.from_batch(batch)
+        ctx.record = record
+        x = self.node_encoder(batch)
+        pe = getattr(batch, 'pe_equiv', None)  # EquivStableLapPE gate input
+        if pe is not None:
+            ctx.extras['pe_equiv'] = pe
+        edge_attr = self.edge_encoder(batch) if self.edge_encoder is not None else None
+        if self.pair_encoder is not None:
+            ctx.pair = self.pair_encoder(batch, ctx)
+        return x, edge_attr, ctx
+
+    def forward(self, batch, record: Optional[dict] = None):
+        x, edge_attr, ctx = self.encode(batch, record)
+        for layer in self.layers:
+            x, edge_attr = layer(x, edge_attr, ctx)
+        return self.head(x, batch, ctx)
+
+
+def num_parameters(model: nn.Module) -> int:
+    return sum(p.numel() for p in model.parameters() if p.requires_grad)

@@ -1,0 +1,685 @@
+r"""Our results beside the papers' numbers: ``python -m graphgps_ext.report``.
+
+Inputs (all plain files):
+
+- ``run/tables.tsv``: one row per (paper, table, config, compared number) with
+  the columns ``paper table config seeds ref_table dataset model metric
+  split``. ``ref_table`` names the table of ``paper_numbers.csv`` that holds
+  the number (``=``: the row's own table; figures reuse their table's
+  numbers); ``model``/``metric`` are ``-`` for runs without a published
+  number (e.g. MNA-GT Figures 2-4); ``dataset`` is always given.
+- ``results/paper_numbers.csv``: ``paper table dataset model metric mean std
+  seeds split unit note`` as printed in the papers (``unit`` ``%`` marks
+  percentages; our metrics are fractions and are scaled to match).
+- ``results/<name>/<seed>/``: ``best.json`` (best-validation epoch with every
+  split's stats), ``done`` (``epochs`` actually run), ``{train,val,test}/
+  stats.jsonl`` (per-epoch curves), ``config.yaml`` (resolved config). Only
+  seeds with ``done`` count; unfinished ones are reported as running.
+  Without seed folders, ``results/<name>/agg/`` (``best.json`` per-seed list
+  or ``{split: {metric: mean, metric_std: std}}``) is used.
+
+Outputs: ``results/REPORT.md`` (one Markdown table per paper table: ours
+mean ± std, completed/planned seeds, the paper's mean ± std and seeds, the
+deviation :math:`(\mu_{ours} - \mu_{paper}) / \sigma_{paper}`, epochs run
+vs. the shipped config's ``optim.max_epoch``, and caveats: data stand-ins,
+values that differ from the shipped config) and ``results/<name>/agg/
+curves.png`` (mean ± std band over seeds of the loss and the selection
+metric per split and epoch).
+
+Standard deviations are population standard deviations (``ddof=0``, as the
+GraphGPS aggregation) over seeds.
+"""
+import argparse
+import csv
+import datetime
+import glob
+import json
+import math
+import os
+import re
+import sys
+from dataclasses import dataclass, field
+from typing import Any, Dict, List, Optional, Sequence, Tuple
+
+import numpy as np
+import yaml
+
+SPLITS = ('train', 'val', 'test')
+TSV_COLUMNS = ('paper', 'table', 'config', 'seeds', 'ref_table', 'dataset',
+               'model', 'metric', 'split')
+CSV_COLUMNS = ('paper', 'table', 'dataset', 'model', 'metric', 'mean', 'std',
+               'seeds', 'split', 'unit', 'note')
+PAPER_TITLES = {
+    'geaet': 'GEAET (Liang et al., ICML 2024)',
+    'csa': 'CSA (Menegaux et al., 2023)',
+    'mna': 'MNA-GT (Li, Chen, He, 2023)',
+    'gt': 'GT (Dwivedi & Bresson, 2021)',
+    'gps': 'GraphGPS baselines (Rampášek et al., 2022)',
+}
+# Metrics the papers print in percent.
+PERCENT_METRICS = ('accuracy', 'accuracy_sbm')
+# Keys that always differ between a run and its shipped config.
+_IGNORED_KEYS = {'seed', 'out_dir', 'run_name', 'accelerator', 'train.auto_resume',
+                 'metric_best', 'metric_agg', 'model.loss_fun', 'gnn.dim_inner',
+                 'cfg_dest', 'dataset.dir', 'wandb.use', 'wandb.mode',
+                 'tensorboard.use', 'num_threads', 'num_workers', 'run_dir',
+                 'dataset.offline', 'posenc.num_workers', 'posenc.progress'}
+
+
+# --------------------------------------------------------------------------- inputs
+def parse_seeds(spec: str) -> List[int]:
+    """``'0-3,7'`` -> ``[0, 1, 2, 3, 7]`` (the syntax of ``run/sweep.sh``)."""
+    out: List[int] = []
+    for part in str(spec).split(','):
+        part = part.strip()
+        if not part:
+            continue
+        if '-' in part:
+            a, b = part.split('-', 1)
+            out.extend(range(int(a), int(b) + 1))
+        else:
+            out.append(int(part))
+    return sorted(set(out))
+
+
+def config_name(path: str) -> str:
+    """Results name of a config path (as :func:`graphgps_ext.config.load.config_name`)."""
+    parts = os.path.normpath(path).split(os.sep)
+    stem = os.path.splitext(parts[-1])[0]
+    if 'configs' in parts[:-1]:
+        i = len(parts) - 1 - parts[::-1].index('configs')
+        return '-'.join(parts[i + 1:-1] + [stem])
+    return stem
+
+
+def read_tables(path: str) -> List[Dict[str, str]]:
+    """Rows of ``run/tables.tsv`` (``#`` lines are comments)."""
+    rows = []
+    with open(path, newline='') as f:
+        lines = [ln for ln in f if ln.strip() and not ln.startswith('#')]
+    reader = csv.DictReader(lines, delimiter='\t')
+    missing = [c for c in TSV_COLUMNS if c not in (reader.fieldnames or [])]
+    if missing:
+        raise ValueError(f'{path}: missing column(s) {missing}; expected {TSV_COLUMNS}')
+    for row in reader:
+        row = {k: (v or '').strip() for k, v in row.items() if k is not None}
+        if row['ref_table'] in ('', '='):
+            row['ref_table'] = row['table']
+        if not row['split'] or row['split'] == '-':
+            row['split'] = 'test'
+        row['name'] = config_name(row['config'])
+        rows.append(row)
+    return rows
+
+
+def read_paper_numbers(path: str) -> Dict[Tuple[str, ...], Dict[str, str]]:
+    """``paper_numbers.csv`` keyed by (paper, table, dataset, model, metric, split)."""
+    out = {}
+    with open(path, newline='') as f:
+        reader = csv.DictReader(f)
+        missing = [c for c in CSV_COLUMNS if c not in (reader.fieldnames or [])]
+        if missing:
+            raise ValueError(f'{path}: missing column(s) {missing}')
+        for row in reader:
+            key = paper_key(row)
+            if key in out:
+                raise ValueError(f'{path}: duplicate row {key}')
+            out[key] = row
+    return out
+
+
+def paper_key(row: Dict[str, str], table_field: str = 'table') -> Tuple[str, ...]:
+    return (row['paper'], row[table_field], row['dataset'], row['model'],
+            row['metric'], row.get('split') or 'test')
+
+
+def _read_json(path: str) -> Optional[Any]:
+    try:
+        with open(path) as f:
+            return json.load(f)
+    except (OSError, ValueError):
+        return None
+
+
+def _read_jsonl(path: str) -> List[Dict[str, Any]]:
+    out = []
+    if not os.path.exists(path):
+        return out
+    with open(path) as f:
+        for line in f:
+            line = line.strip()
+            if not line:
+                continue
+            try:
+                out.append(json.loads(line))
+            except ValueError:
+                break  # a torn last line of a running job
+    return out
+
+
+def _read_yaml(path: str) -> Dict[str, Any]:
+    try:
+        with open(path) as f:
+            data = yaml.safe_load(f)
+    except (OSError, yaml.YAMLError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def flatten(d: Dict[str, Any], prefix: str = '') -> Dict[str, Any]:
+    out = {}
+    for k, v in d.items():
+        key = f'{prefix}{k}'
+        if isinstance(v, dict):
+            out.update(flatten(v, key + '.'))
+        else:
+            out[key] = v
+    return out
+
+
+@dataclass
+class SeedResult:
+    seed: int
+    done: bool
+    best: Optional[Dict[str, Any]]
+    epochs: Optional[int]
+    config: Dict[str, Any]
+    stats: Dict[str, List[Dict[str, Any]]] = field(default_factory=dict)
+    data_info: Optional[Dict[str, Any]] = None
+
+
+@dataclass
+class ConfigResults:
+    name: str
+    seeds: List[SeedResult]
+    agg: Optional[Dict[str, Any]] = None
+
+    @property
+    def done(self) -> List[SeedResult]:
+        return [s for s in self.seeds if s.done and s.best is not None]
+
+    @property
+    def running(self) -> List[SeedResult]:
+        return [s for s in self.seeds if not s.done]
+
+
+def load_results(results_dir: str, name: str, curves: bool = True) -> Optional[ConfigResults]:
+    """Every seed of ``results/<name>/`` (``None`` when nothing is there)."""
+    base = os.path.join(results_dir, name)
+    if not os.path.isdir(base):
+        return None
+    seeds = []
+    for entry in sorted(os.listdir(base)):
+        path = os.path.join(base, entry)
+        if not (entry.isdigit() and os.path.isdir(path)):
+            continue
+        done_path = os.path.join(path, 'done')
+        done = os.path.exists(done_path)
+        done_info = _read_json(done_path) if done else None
+        stats = {}
+        if curves or not done_info:
+            stats = {s: _read_jsonl(os.path.join(path, s, 'stats.jsonl')) for s in SPLITS}
+        epochs = None
+        if isinstance(done_info, dict) and done_info.get('epochs') is not None:
+            epochs = int(done_info['epochs'])
+        elif stats.get('train'):
+            epochs = max(r.get('epoch', -1) for r in stats['train']) + 1
+        seeds.append(SeedResult(int(entry), done, _read_json(os.path.join(path, 'best.json')),
+                                epochs, _read_yaml(os.path.join(path, 'config.yaml')), stats,
+                                _read_json(os.path.join(path, 'data.json'))))
+    agg = None
+    agg_best = os.path.join(base, 'agg', 'best.json')
+    if os.path.exists(agg_best):
+        agg = _read_json(agg_best)
+    if not seeds and agg is None:
+        return None
+    return ConfigResults(name, sorted(seeds, key=lambda s: s.seed), agg)
+
+
+# --------------------------------------------------------------------------- statistics
+def seed_values(res: ConfigResults, split: str, metric: str) -> List[float]:
+    vals = []
+    for s in res.done:
+        rec = s.best.get(split) if isinstance(s.best, dict) else None
+        if isinstance(rec, dict) and isinstance(rec.get(metric), (int, float)):
+            vals.append(float(rec[metric]))
+    return vals
+
+
+def agg_value(agg: Any, split: str, metric: str) -> Optional[Tuple[float, float, int]]:
+    """(mean, std, n) from an aggregated ``best.json`` in either of two layouts:
+    a list of per-seed best records, or ``{split: {metric, metric_std, n}}``."""
+    if isinstance(agg, list):
+        vals = [float(r[split][metric]) for r in agg
+                if isinstance(r, dict) and isinstance(r.get(split), dict)
+                and isinstance(r[split].get(metric), (int, float))]
+        if vals:
+            return float(np.mean(vals)), float(np.std(vals)), len(vals)
+        return None
+    if isinstance(agg, dict) and isinstance(agg.get(split), dict):
+        rec = agg[split]
+        if isinstance(rec.get(metric), (int, float)):
+            std = rec.get(f'{metric}_std', float('nan'))
+            n = rec.get('n', rec.get('seeds', rec.get('num_seeds', 0)))
+            return float(rec[metric]), float(std), int(n) if isinstance(n, (int, float)) else 0
+    return None
+
+
+def ours_stats(res: ConfigResults, split: str, metric: str
+               ) -> Optional[Tuple[float, float, int]]:
+    vals = seed_values(res, split, metric)
+    if vals:
+        return float(np.mean(vals)), float(np.std(vals)), len(vals)
+    if not res.seeds and res.agg is not None:
+        return agg_value(res.agg, split, metric)
+    return None
+
+
+def _num(s: str) -> Optional[float]:
+    try:
+        v = float(s)
+    except (TypeError, ValueError):
+        return None
+    return None if math.isnan(v) else v
+
+
+def _decimals(s: str) -> int:
+    return len(s.split('.')[1]) if s and '.' in s else 0
+
+
+def fmt_pm(mean: float, std: Optional[float], decimals: int) -> str:
+    if std is None or math.isnan(std):
+        return f'{mean:.{decimals}f}'
+    return f'{mean:.{decimals}f} ± {std:.{decimals}f}'
+
+
+# --------------------------------------------------------------------------- caveats
+def data_caveats(dataset: str, config: Dict[str, Any],
+                 data_info: Optional[Dict[str, Any]] = None) -> List[str]:
+    """Known differences of a run's data from the paper's.
+
+    ``dataset``: the paper's dataset name (``run/tables.tsv``); ``config``:
+    the run's resolved ``config.yaml``; ``data_info``: the run's
+    ``data.json`` (the loader's ``DatasetBundle.info``) when it exists.
+    """
+    out = []
+    flat = flatten(config)
+    ds = dataset.lower()
+    fmt = str(flat.get('dataset.format', ''))
+    data_dir = str(flat.get('dataset.dir', '') or '')
+    info = data_info or {}
+    if ds == 'zinc':
+        marker = os.path.join(data_dir, 'ZINC', 'train_standin_sources.csv.gz')
+        if data_dir and os.path.exists(marker):
+            out.append('ZINC train split is a stand-in (10k ZINC-full val molecules); '
+                       'val/test exact')
+        elif not data_dir or not os.path.isdir(data_dir):
+            out.append('ZINC train split: provenance not checked (dataset.dir absent here); '
+                       "the offline data folder's train split is a stand-in")
+    elif ds in ('pattern', 'cluster') and (fmt in ('synthetic', '') or info.get('stand_in')):
+        out.append(f'generated {dataset} stand-in (SBM generator after data/SYNTHETIC.md), '
+                   'not the published files')
+    elif ds.startswith('treeneighbourmatch'):
+        variant = flat.get('dataset.tree_variant')
+        out.append('TreeNeighbourMatch generated (data/SYNTHETIC.md'
+                   + (f', {variant} variant' if variant else '') + ')')
+    elif ds in ('nci1', 'nci109', 'collab'):
+        out.append('random 8:1:1 split per seed')
+    if info.get('stand_in') and ds not in ('pattern', 'cluster'):
+        out.append('data is a stand-in (loader)')
+    max_graphs = flat.get('dataset.max_graphs')
+    if isinstance(max_graphs, int) and max_graphs > 0:
+        sizes = info.get('sizes')
+        out.append(f'reduced data: dataset.max_graphs {max_graphs}'
+                   + (f' ({"/".join(str(v) for v in sizes.values())} train/val/test)'
+                      if isinstance(sizes, dict) else ''))
+    return out
+
+
+_SHIPPED: Dict[str, Dict[str, Any]] = {}
+
+
+def shipped_config(path: str) -> Dict[str, Any]:
+    """The config file resolved with the defaults (:func:`load_cfg`), so that an
+    override of a key the file does not set is seen too; the bare YAML if the
+    package cannot resolve it."""
+    if path not in _SHIPPED:
+        data = _read_yaml(path)
+        try:
+            from graphgps_ext.config.load import load_cfg
+            from graphgps_ext.logger import cfg_to_dict
+            data = cfg_to_dict(load_cfg(path, []))
+        except Exception:  # noqa: BLE001 - any failure: compare the file as written
+            pass
+        _SHIPPED[path] = data
+    return _SHIPPED[path]
+
+
+def config_differences(shipped: Dict[str, Any], run: Dict[str, Any]) -> List[str]:
+    """``key run-value (config value)`` for every shipped key the run changed."""
+    ship = flatten(shipped)
+    ran = flatten(run)
+    out = []
+    for key, value in sorted(ship.items()):
+        if key in _IGNORED_KEYS or key not in ran:
+            continue
+        rv = ran[key]
+        same = rv == value
+        if not same and isinstance(rv, (int, float)) and isinstance(value, (int, float)):
+            same = math.isclose(float(rv), float(value), rel_tol=1e-9, abs_tol=1e-12)
+        if not same and str(rv) == str(value):
+            same = True
+        if not same:
+            out.append(f'{key} {rv} (config {value})')
+    return out
+
+
+# --------------------------------------------------------------------------- curves
+def plot_curves(res: ConfigResults, out_path: str, metric: Optional[str] = None) -> bool:
+    """Loss and ``metric`` per epoch (mean ± std over seeds) for each split."""
+    import matplotlib
+    matplotlib.use('Agg')
+    import matplotlib.pyplot as plt
+
+    # Completed seeds only, unless none has finished yet (then: the running ones).
+    seeds = [s for s in res.seeds if any(s.stats.get(sp) for sp in SPLITS)]
+    finished = [s for s in seeds if s.done]
+    seeds = finished or seeds
+    if not seeds:
+        return False
+    if metric is None:
+        for s in seeds:
+            metric = s.best.get('metric') if isinstance(s.best, dict) else None
+            metric = metric or flatten(s.config).get('metric_best')
+            if metric and metric != 'auto':
+                break
+    keys = ['loss'] + ([metric] if metric and metric != 'auto' else [])
+    fig, axes = plt.subplots(1, len(keys), figsize=(5.5 * len(keys), 4), squeeze=False)
+    colors = {'train': 'tab:blue', 'val': 'tab:orange', 'test': 'tab:green'}
+    drawn = False
+    for ax, key in zip(axes[0], keys):
+        for split in SPLITS:
+            per_epoch: Dict[int, List[float]] = {}
+            for s in seeds:
+                for rec in s.stats.get(split, []):
+                    v = rec.get(key)
+                    if isinstance(v, (int, float)) and not math.isnan(v):
+                        per_epoch.setdefault(int(rec['epoch']), []).append(float(v))
+            if not per_epoch:
+                continue
+            ep = np.array(sorted(per_epoch))
+            mean = np.array([np.mean(per_epoch[e]) for e in ep])
+            std = np.array([np.std(per_epoch[e]) for e in ep])
+            x = ep + 1
+            ax.plot(x, mean, color=colors[split], label=split)
+            ax.fill_between(x, mean - std, mean + std, color=colors[split], alpha=0.2,
+                            linewidth=0)
+            drawn = True
+        ax.set_xlabel('epoch')
+        ax.xaxis.get_major_locator().set_params(integer=True)
+        ax.set_ylabel(key)
+        ax.grid(alpha=0.3)
+        ax.legend()
+    n = len(seeds)
+    fig.suptitle(f'{res.name}: mean ± std over {n} {"completed" if finished else "running"} '
+                 f'seed{"s" if n != 1 else ""}')
+    fig.tight_layout()
+    if drawn:
+        os.makedirs(os.path.dirname(out_path), exist_ok=True)
+        fig.savefig(out_path, dpi=100)
+    plt.close(fig)
+    return drawn
+
+
+# --------------------------------------------------------------------------- report
+@dataclass
+class Row:
+    """One line of a report table."""
+    paper: str
+    table: str
+    config: str
+    name: str
+    dataset: str
+    model: str
+    metric: str
+    split: str
+    ours: str
+    seeds: str
+    paper_value: str
+    paper_seeds: str
+    deviation: str
+    epochs: str
+    caveats: List[str]
+    z: Optional[float] = None
+
+
+def _epochs_text(res: ConfigResults, shipped: Dict[str, Any]) -> str:
+    eps = sorted({s.epochs for s in res.done if s.epochs is not None})
+    if not eps:
+        return '—'
+    ran = str(eps[0]) if len(eps) == 1 else f'{eps[0]}–{eps[-1]}'
+    planned = flatten(shipped).get('optim.max_epoch')
+    return f'{ran} / {planned}' if planned is not None else ran
+
+
+def build_rows(tables: List[Dict[str, str]], numbers: Dict[Tuple[str, ...], Dict[str, str]],
+               results_dir: str, repo_root: str, include_missing: bool = False,
+               cache: Optional[Dict[str, Optional[ConfigResults]]] = None) -> List[Row]:
+    cache = {} if cache is None else cache
+    rows = []
+    for t in tables:
+        name = t['name']
+        if name not in cache:
+            cache[name] = load_results(results_dir, name, curves=False)
+        res = cache[name]
+        has_number = t['metric'] not in ('', '-')
+        key = (t['paper'], t['ref_table'], t['dataset'], t['model'], t['metric'], t['split'])
+        paper = numbers.get(key) if has_number else None
+        if has_number and paper is None:
+            raise ValueError(f'run/tables.tsv row {t["paper"]} {t["table"]} {t["config"]} '
+                             f'refers to {key}, which is not in paper_numbers.csv')
+        metric = t['metric'] if has_number else None
+        stats = None
+        if res is not None:
+            if metric is None:
+                for s in res.done:
+                    metric = s.best.get('metric')
+                    break
+            if metric:
+                stats = ours_stats(res, t['split'], metric)
+        if stats is None and not include_missing:
+            continue
+        # Papers print accuracies in percent (unit '%'), our metrics are fractions.
+        percent = (paper.get('unit') == '%') if paper is not None else metric in PERCENT_METRICS
+        scale = 100.0 if percent else 1.0
+        dec = max(_decimals(paper['mean']), 3) if paper is not None else (2 if percent else 4)
+        planned = len(parse_seeds(t['seeds'])) if t['seeds'] else 0
+        running = len(res.running) if res is not None else 0
+        if stats is not None:
+            mean, std, n = stats
+            ours = fmt_pm(mean * scale, std * scale, dec)
+            seeds = f'{n}/{planned}' + (f' (+{running} running)' if running else '')
+        else:
+            mean = std = None
+            n = 0
+            ours = 'not run' if running == 0 else f'{running} running'
+            seeds = f'0/{planned}'
+        pv = ps = dev = '—'
+        z = None
+        if paper is not None:
+            pm, psd = _num(paper['mean']), _num(paper['std'])
+            pv = paper['mean'] + (f' ± {paper["std"]}' if paper['std'] else '')
+            if paper.get('unit') == '%':
+                pv += ' %'
+            ps = paper['seeds'] or '?'
+            if mean is not None and pm is not None:
+                if psd:
+                    z = (mean * scale - pm) / psd
+                    dev = f'{z:+.1f}'
+                else:
+                    dev = f'Δ {mean * scale - pm:+.{dec}f} (no std)'
+        shipped = shipped_config(os.path.join(repo_root, t['config']))
+        caveats = []
+        if res is not None:
+            done = res.done
+            first = done[0] if done else (res.seeds[0] if res.seeds else None)
+            caveats += data_caveats(t['dataset'], first.config if first else {},
+                                    first.data_info if first else None)
+            diffs = sorted({d for s in done for d in config_differences(shipped, s.config)})
+            if diffs:
+                caveats.append('changed: ' + '; '.join(diffs))
+        if paper is not None and paper.get('note'):
+            caveats.append('paper: ' + paper['note'])
+        rows.append(Row(t['paper'], t['table'], t['config'], name, t['dataset'],
+                        t['model'] if t['model'] not in ('', '-') else name,
+                        f'{metric or "?"}' + (f' ({t["split"]})' if t['split'] != 'test' else ''),
+                        t['split'], ours, seeds, pv, ps, dev,
+                        _epochs_text(res, shipped) if res is not None else '—', caveats, z))
+    return rows
+
+
+def _table_sort_key(table: str):
+    m = re.match(r'([a-z]+)(\d*)', table)
+    kind, num = (m.group(1), int(m.group(2) or 0)) if m else (table, 0)
+    return (0 if kind == 'table' else 1, kind, num, table)
+
+
+def render(rows: List[Row], extra: List[Tuple[str, str]], results_dir: str,
+           n_configs: int) -> str:
+    def esc(s: str) -> str:
+        return str(s).replace('|', '\\|')
+
+    now = datetime.datetime.now().strftime('%Y-%m-%d %H:%M')
+    lines = [
+        '# Results beside the papers',
+        '',
+        f'Generated by `python -m graphgps_ext.report` on {now} from `{results_dir}/` '
+        f'({n_configs} configs with results).',
+        '',
+        '- **ours**: mean ± std (population std, ddof=0) over the completed seeds of the '
+        'metric at the best-validation epoch; accuracies in % where the paper prints %.',
+        '- **seeds**: completed / planned by `run/tables.tsv`; **Δ/σ**: (ours − paper) / '
+        'paper std (sign: ours above the paper is +, for every metric).',
+        '- **epochs**: epochs actually run / the shipped config\'s `optim.max_epoch` '
+        '(fewer means a reduced protocol; the numbers are then not comparable).',
+        '- **caveats**: data stand-ins, values changed from the shipped config '
+        '(overrides), and the paper\'s own notes (from `results/paper_numbers.csv`).',
+        '',
+    ]
+    by_paper: Dict[str, Dict[str, List[Row]]] = {}
+    for r in rows:
+        by_paper.setdefault(r.paper, {}).setdefault(r.table, []).append(r)
+    order = [p for p in PAPER_TITLES if p in by_paper] + sorted(
+        p for p in by_paper if p not in PAPER_TITLES)
+    if not rows:
+        lines += ['No finished run of a config listed in `run/tables.tsv` was found.', '']
+    for paper in order:
+        lines += [f'## {PAPER_TITLES.get(paper, paper)}', '']
+        for table in sorted(by_paper[paper], key=_table_sort_key):
+            lines += [f'### {paper} {table}', '',
+                      '| dataset | model | config | metric | ours | seeds | paper | '
+                      'paper seeds | Δ/σ | epochs | caveats |',
+                      '|---|---|---|---|---|---|---|---|---|---|---|']
+            for r in by_paper[paper][table]:
+                curve = os.path.join(results_dir, r.name, 'agg', 'curves.png')
+                cfg = f'`{r.name}`' + (f' ([curves]({os.path.relpath(curve, results_dir)}))'
+                                       if os.path.exists(curve) else '')
+                lines.append('| ' + ' | '.join(esc(x) for x in (
+                    r.dataset, r.model, cfg, r.metric, r.ours, r.seeds, r.paper_value,
+                    r.paper_seeds, r.deviation, r.epochs, '; '.join(r.caveats) or '—')) + ' |')
+            lines.append('')
+    if extra:
+        lines += ['## Other results (configs not in `run/tables.tsv`)', '',
+                  '| config | metric | ours (test at best val) | seeds | epochs |',
+                  '|---|---|---|---|---|']
+        for name, text in extra:
+            lines.append(f'| `{name}` | {text} |')
+        lines.append('')
+    return '\n'.join(lines)
+
+
+def _other_results(results_dir: str, known: Sequence[str]) -> List[Tuple[str, str]]:
+    out = []
+    for base in sorted(glob.glob(os.path.join(results_dir, '*'))):
+        name = os.path.basename(base)
+        if name in known or name.startswith('_') or not os.path.isdir(base):
+            continue
+        res = load_results(results_dir, name, curves=False)
+        if res is None or not res.done:
+            continue
+        metric = res.done[0].best.get('metric', '?')
+        st = ours_stats(res, 'test', metric)
+        ours = fmt_pm(st[0], st[1], 4) if st else '—'
+        eps = sorted({s.epochs for s in res.done if s.epochs is not None})
+        out.append((name, f'{metric} | {ours} | {len(res.done)} | '
+                          f'{"–".join(str(e) for e in (eps[:1] + eps[-1:] if len(eps) > 1 else eps)) or "—"}'))
+    return out
+
+
+def make_report(results_dir: str = 'results', tables_path: str = 'run/tables.tsv',
+                numbers_path: str = 'results/paper_numbers.csv',
+                out_path: Optional[str] = None, repo_root: str = '.',
+                curves: bool = True, papers: Optional[Sequence[str]] = None,
+                include_missing: bool = False) -> str:
+    """Write the report (and curves); returns the Markdown text."""
+    tables = read_tables(tables_path)
+    if papers:
+        unknown = sorted(set(papers) - {t['paper'] for t in tables})
+        if unknown:
+            raise ValueError(f'unknown paper(s) {unknown}; known: '
+                             + ', '.join(sorted({t["paper"] for t in tables})))
+        tables = [t for t in tables if t['paper'] in papers]
+    numbers = read_paper_numbers(numbers_path)
+    cache: Dict[str, Optional[ConfigResults]] = {}
+    rows = build_rows(tables, numbers, results_dir, repo_root, include_missing, cache)
+    known = sorted({t['name'] for t in tables})
+    extra = [] if papers else _other_results(results_dir, known)
+    names_with_results = sorted({r.name for r in rows if r.ours not in ('not run',)}
+                                | {n for n, _ in extra})
+    if curves:
+        for name in names_with_results:
+            res = load_results(results_dir, name, curves=True)
+            if res is not None:
+                metric = next((t['metric'] for t in tables
+                               if t['name'] == name and t['metric'] not in ('', '-')), None)
+                plot_curves(res, os.path.join(results_dir, name, 'agg', 'curves.png'), metric)
+    text = render(rows, extra, results_dir, len(names_with_results))
+    out_path = out_path or os.path.join(results_dir, 'REPORT.md')
+    os.makedirs(os.path.dirname(out_path) or '.', exist_ok=True)
+    with open(out_path, 'w') as f:
+        f.write(text + '\n')
+    return text
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    p = argparse.ArgumentParser(
+        prog='python -m graphgps_ext.report',
+        description='Markdown tables of our results beside the papers\' numbers, '
+                    'and learning curves per config.')
+    p.add_argument('--results', default='results', help='results root (default results)')
+    p.add_argument('--tables', default='run/tables.tsv',
+                   help='paper/table -> config mapping (default run/tables.tsv)')
+    p.add_argument('--numbers', default=None,
+                   help='published numbers (default <results>/paper_numbers.csv)')
+    p.add_argument('--out', default=None, help='output file (default <results>/REPORT.md)')
+    p.add_argument('--root', default='.', help='repository root holding configs/ (default .)')
+    p.add_argument('--paper', action='append', default=None,
+                   help='only this paper (repeatable): geaet, csa, mna, gt, gps')
+    p.add_argument('--all', action='store_true',
+                   help='also list the planned runs that have no result yet')
+    p.add_argument('--no-curves', action='store_true', help='do not draw curves.png')
+    args = p.parse_args(argv)
+    numbers = args.numbers or os.path.join(args.results, 'paper_numbers.csv')
+    try:
+        make_report(args.results, args.tables, numbers, args.out, args.root,
+                    curves=not args.no_curves, papers=args.paper,
+                    include_missing=args.all)
+    except (OSError, ValueError) as err:
+        print(f'report: error: {err}', file=sys.stderr)
+        return 2
+    print(f'wrote {args.out or os.path.join(args.results, "REPORT.md")}')
+    return 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())

@@ -1,0 +1,284 @@
+"""The training loop: epochs, evaluation, model selection, checkpoints.
+
+One :class:`Trainer` trains one seed. Per epoch ``t`` (0-based):
+
+1. train over ``loaders['train']`` (optimiser step per batch, optional
+   gradient-norm clipping), collecting predictions for the train metrics;
+2. on evaluation epochs (``(t + 1) % train.eval_period == 0``, the first and
+   the last epoch) evaluate ``val`` and ``test`` in eval mode;
+3. model selection: a strictly better validation value of ``metric_best``
+   (direction ``min``/``max`` from the task) makes ``t`` the best epoch and
+   writes ``ckpt/best.pt`` and ``best.json`` (without a ``val`` split the
+   train split selects);
+4. scheduler step (``reduce_on_plateau`` on the validation loss);
+5. stop early after ``train.early_stop_patience`` epochs without improvement
+   (``0``: never), or (``reduce_on_plateau``) once the lr is below
+   ``optim.min_lr``;
+6. write ``ckpt/last.pt`` (the state that continues the run exactly).
+
+A non-finite loss raises :class:`NonFiniteLossError` before the optimiser
+step, so no checkpoint ever holds NaN weights; ``last.pt`` stays at the last
+good epoch. Parameters that become non-finite raise it too.
+"""
+import math
+import sys
+import time
+from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence
+
+import torch
+from torch import Tensor, nn
+
+from graphgps_ext.logger import RunLogger, get_logger
+from graphgps_ext.metrics import compute_metrics, is_better
+from graphgps_ext.train import checkpoint as ckpt
+from graphgps_ext.train.optim import build_optimizer, build_scheduler, current_lr
+
+
+class NonFiniteLossError(RuntimeError):
+    """A NaN or infinite loss (or parameter) stopped training."""
+
+
+def concat(tensors: Sequence[Tensor]) -> Tensor:
+    """Concatenate along dim 0, padding trailing dims that differ (``-1`` for
+    integer tensors, ``NaN`` for floating ones; e.g. decoded sequences)."""
+    if not tensors:
+        return torch.empty(0)
+    shapes = {tuple(t.shape[1:]) for t in tensors}
+    if len(shapes) > 1:
+        size = [max(s[i] for s in shapes) for i in range(len(next(iter(shapes))))]
+        fill = float('nan') if tensors[0].is_floating_point() else -1
+        padded = []
+        for t in tensors:
+            out = t.new_full([t.size(0)] + size, fill)
+            out[tuple([slice(None)] + [slice(0, n) for n in t.shape[1:]])] = t
+            padded.append(out)
+        tensors = padded
+    return torch.cat(tensors, dim=0)
+
+
+def _count(pred: Tensor, true: Optional[Tensor]) -> int:
+    ref = true if isinstance(true, Tensor) and true.dim() > 0 else pred
+    return int(ref.size(0)) if ref.dim() > 0 else 1
+
+
+class Trainer:
+    """Trains ``model`` on ``loaders`` under ``cfg`` and writes results.
+
+    Args:
+        cfg: the resolved config (``optim.*``, ``train.*``).
+        model: returns ``(pred, true)`` for a batch; a ``head`` attribute
+            with ``metric_inputs(pred, true, batch)`` is used for metrics.
+        loaders: ``{'train': ..., 'val': ..., 'test': ...}`` (``val``/``test``
+            optional).
+        loss_fn: ``fn(pred, true) -> scalar``.
+        metric: the model-selection metric, ``mode``: ``'min'``/``'max'``.
+        metrics: every metric to log.
+        run_dir: where ``ckpt/`` goes.
+        logger: the run's :class:`~graphgps_ext.logger.RunLogger`.
+        device: where batches go.
+        callbacks: ``fn(trainer, epoch, records)`` called after each epoch's
+            checkpoint.
+    """
+
+    def __init__(self, cfg, model: nn.Module, loaders: Dict[str, Any],
+                 loss_fn: Callable, metric: str, mode: str,
+                 metrics: Iterable[str], run_dir: str, logger: RunLogger,
+                 device: torch.device,
+                 callbacks: Sequence[Callable] = ()):
+        self.cfg = cfg
+        self.model = model
+        self.loaders = loaders
+        self.loss_fn = loss_fn
+        self.metric = metric
+        self.mode = mode
+        self.metrics = list(dict.fromkeys(list(metrics) + [metric]))
+        self.run_dir = run_dir
+        self.logger = logger
+        self.device = device
+        self.callbacks = list(callbacks)
+        self.log = get_logger()
+        self.optimizer = build_optimizer(cfg, model.parameters())
+        self.scheduler = build_scheduler(cfg, self.optimizer)
+        self.generator = getattr(loaders['train'], 'generator', None)
+        self.select_split = 'val' if 'val' in loaders else 'train'
+        self.params = sum(p.numel() for p in model.parameters() if p.requires_grad)
+        self.start_epoch = 0
+        self.best: Optional[Dict[str, Any]] = None
+        self.stopped = False
+        self.last_epoch = -1
+        head = getattr(model, 'head', None)
+        self.metric_inputs = getattr(head, 'metric_inputs', None)
+        self.progress = sys.stderr.isatty()
+
+    # ------------------------------------------------------------ state --
+    @property
+    def last_path(self) -> str:
+        return f'{self.run_dir}/ckpt/last.pt'
+
+    @property
+    def best_path(self) -> str:
+        return f'{self.run_dir}/ckpt/best.pt'
+
+    def state_dict(self) -> Dict[str, Any]:
+        return {
+            'epoch': self.last_epoch,
+            'model': self.model.state_dict(),
+            'optimizer': self.optimizer.state_dict(),
+            'scheduler': (self.scheduler.state_dict()
+                          if self.scheduler is not None else None),
+            'rng': ckpt.rng_state(self.generator),
+            'best': self.best,
+            'stopped': self.stopped,
+            'wandb_id': self.logger.wandb_id,
+        }
+
+    def load_state_dict(self, state: Dict[str, Any]):
+        """Continue from a ``last.pt`` (RNG states restored last)."""
+        try:
+            self.model.load_state_dict(state['model'])
+        except RuntimeError as err:
+            raise RuntimeError(
+                f'{self.last_path} does not fit the model built from the '
+                'current config (was the config changed?). Start afresh with '
+                'train.auto_resume False, or restore the old config.\n'
+                f'{err}') from None
+        self.optimizer.load_state_dict(state['optimizer'])
+        if self.scheduler is not None and state['scheduler'] is not None:
+            self.scheduler.load_state_dict(state['scheduler'])
+        self.best = state['best']
+        self.stopped = state['stopped']
+        self.last_epoch = state['epoch']
+        self.start_epoch = state['epoch'] + 1
+        ckpt.set_rng_state(state['rng'], self.generator)
+
+    def save_last(self):
+        if not ckpt.all_finite(self.model):
+            raise NonFiniteLossError(
+                f'parameters became non-finite at epoch {self.last_epoch + 1}; '
+                f'{self.last_path} keeps the last good state. Lower '
+                'optim.base_lr or set optim.clip_grad_norm True.')
+        if ckpt.is_main_process():
+            ckpt.save(self.state_dict(), self.last_path)
+
+    # ------------------------------------------------------------ epochs --
+    def is_eval_epoch(self, epoch: int) -> bool:
+        return ((epoch + 1) % self.cfg.train.eval_period == 0 or epoch == 0
+                or epoch + 1 == self.cfg.optim.max_epoch)
+
+    def run_split(self, split: str, epoch: int, train: bool) -> Dict[str, Any]:
+        """One pass over ``split``; returns its stats record."""
+        loader = self.loaders[split]
+        self.model.train(train)
+        preds: List[Tensor] = []
+        trues: List[Tensor] = []
+        total, count = 0.0, 0
+        lr = current_lr(self.optimizer)
+        start = time.perf_counter()
+        batches = loader
+        if self.progress:
+            from tqdm import tqdm
+            batches = tqdm(loader, desc=f'{split} {epoch + 1}', leave=False,
+                           file=sys.stderr)
+        clip = self.cfg.optim.clip_grad_norm
+        with torch.set_grad_enabled(train):
+            for i, batch in enumerate(batches):
+                batch = batch.to(self.device)
+                pred, true = self.model(batch)
+                loss = self.loss_fn(pred, true)
+                if not torch.isfinite(loss):
+                    raise NonFiniteLossError(
+                        f'{"NaN" if torch.isnan(loss) else "infinite"} loss in '
+                        f'{split} at epoch {epoch + 1}, batch {i + 1}. Lower '
+                        'optim.base_lr or set optim.clip_grad_norm True '
+                        f'(optim.clip_grad_norm_value); {self.last_path} keeps '
+                        'the last good state.')
+                if train:
+                    self.optimizer.zero_grad(set_to_none=True)
+                    loss.backward()
+                    if clip:
+                        nn.utils.clip_grad_norm_(self.model.parameters(),
+                                                 self.cfg.optim.clip_grad_norm_value)
+                    self.optimizer.step()
+                n = _count(pred, true)
+                total += float(loss.detach()) * n
+                count += n
+                pred, true = pred.detach(), true.detach() if true is not None else None
+                if self.metric_inputs is not None:
+                    pred, true = self.metric_inputs(pred, true, batch)
+                preds.append(pred.cpu())
+                trues.append(true.cpu() if true is not None
+                             else torch.zeros(pred.size(0)))
+        record = {'epoch': epoch, 'loss': total / max(count, 1)}
+        record.update(compute_metrics(self.metrics, concat(preds), concat(trues)))
+        record['lr'] = lr
+        record['time_epoch'] = time.perf_counter() - start
+        record['params'] = self.params
+        return record
+
+    def fit(self) -> Optional[Dict[str, Any]]:
+        """Train until ``optim.max_epoch`` or a stop rule; returns the best record."""
+        cfg = self.cfg
+        if self.start_epoch == 0 and self.last_epoch < 0:
+            self.save_last()  # the initial state: a run is always resumable
+        if self.stopped:
+            self.log.info('the checkpoint says this run had stopped; nothing to do')
+            return self.best
+        for epoch in range(self.start_epoch, cfg.optim.max_epoch):
+            records = {'train': self.run_split('train', epoch, train=True)}
+            if self.is_eval_epoch(epoch):
+                for split in ('val', 'test'):
+                    if split in self.loaders:
+                        records[split] = self.run_split(split, epoch, train=False)
+            self.logger.log_epoch(epoch, records)
+            self._select(epoch, records)
+            self._step_scheduler(records)
+            self.stopped = self._should_stop(epoch)
+            self.last_epoch = epoch
+            self.save_last()
+            for fn in self.callbacks:
+                fn(self, epoch, records)
+            if self.stopped:
+                break
+        return self.best
+
+    def _select(self, epoch: int, records: Dict[str, Dict[str, Any]]):
+        sel = records.get(self.select_split)
+        if sel is None:
+            return
+        value = sel[self.metric]
+        if math.isnan(value) or not is_better(
+                value, None if self.best is None else self.best['value'], self.mode):
+            return
+        self.best = {'epoch': epoch, 'metric': self.metric, 'mode': self.mode,
+                     'split': self.select_split, 'value': value}
+        self.best.update({s: r for s, r in records.items()})
+        if ckpt.is_main_process():
+            ckpt.save({'model': self.model.state_dict(), 'epoch': epoch,
+                       'metric': self.metric, 'value': value}, self.best_path)
+        self.logger.log_best(self.best)
+
+    def _step_scheduler(self, records):
+        if self.scheduler is None:
+            return
+        if self.cfg.optim.scheduler == 'reduce_on_plateau':
+            rec = records.get('val', records.get('train'))
+            if 'val' in records or 'val' not in self.loaders:
+                self.scheduler.step(rec['loss'])
+        else:
+            self.scheduler.step()
+
+    def _should_stop(self, epoch: int) -> bool:
+        cfg = self.cfg
+        patience = cfg.train.early_stop_patience
+        if (patience > 0 and self.best is not None
+                and epoch - self.best['epoch'] >= patience):
+            self.log.info(f'early stop at epoch {epoch + 1}: no better '
+                          f'{self.select_split} {self.metric} for {patience} epochs')
+            return True
+        if (cfg.optim.scheduler == 'reduce_on_plateau'
+                and current_lr(self.optimizer) < cfg.optim.min_lr):
+            self.log.info(f'stop at epoch {epoch + 1}: lr '
+                          f'{current_lr(self.optimizer):.3g} < optim.min_lr '
+                          f'{cfg.optim.min_lr:g}')
+            return True
+        return False

@@ -1,0 +1,205 @@
+r"""Precomputed structural encodings, attached to a dataset once and cached.
+
+:func:`precompute_encodings` computes what the config asks for (see
+:func:`graphgps_ext.config.posenc.wanted_encodings`) and stores it as PyG
+attributes of every graph:
+
+==================  ==========================================  ==================
+kind                attributes (per graph)                      module
+==================  ==========================================  ==================
+``lappe``           ``pe_lap_vec [n, k]``, ``pe_lap_val [n, k]`` :mod:`.lappe`
+``eslappe``         ``pe_eslap_vec [n, k]``                     :mod:`.lappe`
+``rwse``            ``pe_rwse [n, K]``                          :mod:`.rwse`
+``pair_rwse``       ``pair_index [2, P]``, ``pair_rw [P, p]``   :mod:`.edge_rwse`
+``pair_spd``        ``pair_index [2, P]``, ``pair_spd [P]``     :mod:`.spd`
+``rings``           ``ring_index [2, R]``                       :mod:`.rings`
+==================  ==========================================  ==================
+
+Keys containing ``index`` are incremented by PyG's collation, so a
+mini-batch carries global node ids. Pairwise RW/SPD are only stored when
+``pairenc.on_the_fly`` is off (by default they are computed per batch on the
+model's device). Everything runs on the collated storage of an
+:class:`~torch_geometric.data.InMemoryDataset` (``_data`` / ``slices``), graphs
+grouped by size and processed as dense batches, under a BLAS/torch thread
+limit (``posenc.blas_threads``), with a tqdm bar on a TTY and optional worker
+processes (``posenc.num_workers``).
+"""
+import sys
+from contextlib import contextmanager
+from typing import Dict, Optional
+
+import torch
+from torch import Tensor
+from torch_geometric.data import InMemoryDataset
+
+from graphgps_ext.transform.cache import EncodingCache, Entry, cache_key
+from graphgps_ext.transform.dense import GraphStore, _ptr
+from graphgps_ext.transform.precompute import DENSE_KINDS, compute_dense
+from graphgps_ext.transform.rings import compute_rings
+
+__all__ = ['precompute_encodings', 'compute_entries', 'graph_store',
+           'thread_limit']
+
+
+class EncodedList(InMemoryDataset):
+    """An in-memory dataset built from a list of ``Data`` (generic inputs)."""
+
+    def __init__(self, data_list):
+        super().__init__(None)
+        self.data, self.slices = self.collate(list(data_list))
+
+
+def graph_store(dataset) -> GraphStore:
+    """The :class:`GraphStore` of an ``InMemoryDataset`` (whole storage)."""
+    data, slices = dataset._data, dataset.slices
+    if slices is None:  # one graph
+        n = int(data.num_nodes)
+        return GraphStore(data.edge_index.long(), torch.tensor([0, n]),
+                          torch.tensor([0, data.edge_index.size(1)]))
+    edge_ptr = slices['edge_index'].long()
+    for key in ('x', 'pos'):
+        if key in slices:
+            node_ptr = slices[key].long()
+            break
+    else:
+        num = getattr(data, '_num_nodes', None)
+        if num is None:
+            num = [dataset.get(i).num_nodes for i in range(edge_ptr.numel() - 1)]
+        node_ptr = _ptr(torch.as_tensor(list(num), dtype=torch.long))
+    return GraphStore(data.edge_index.long(), node_ptr, edge_ptr)
+
+
+def compute_entries(wanted: Dict[str, dict], store: GraphStore,
+                    num_workers: int = 0, progress=None) -> Dict[str, Entry]:
+    r"""Compute the encodings ``{kind: params}``: ``{kind: {attribute: (values, ptr)}}``.
+
+    All dense kinds share one pass over the size groups
+    (:func:`~graphgps_ext.transform.precompute.compute_dense`); rings are a
+    per-graph search (:func:`~graphgps_ext.transform.rings.compute_rings`).
+    """
+    out: Dict[str, Entry] = {}
+    dense = {k: p for k, p in wanted.items() if k in DENSE_KINDS}
+    if dense:
+        if num_workers > 0 and store.num_graphs > 1:
+            out.update(_parallel(dense, store, num_workers, progress))
+        else:
+            out.update(compute_dense(store, dense, progress))
+    if 'rings' in wanted:
+        index, ptr = compute_rings(store, wanted['rings']['max_size'],
+                                   num_workers, progress)
+        out['rings'] = {'ring_index': (index, ptr)}
+    unknown = set(wanted) - set(DENSE_KINDS) - {'rings'}
+    if unknown:
+        raise ValueError(f'unknown encoding kinds {sorted(unknown)}')
+    return out
+
+
+def _worker(args):
+    kinds, store = args
+    torch.set_num_threads(1)
+    return compute_dense(store, kinds)
+
+
+def _parallel(kinds, store, num_workers, progress) -> Dict[str, Entry]:
+    import multiprocessing as mp
+    G = store.num_graphs
+    nchunks = min(G, 4 * num_workers)
+    bounds = torch.linspace(0, G, nchunks + 1).long().tolist()
+    jobs = [(kinds, store.subset(torch.arange(a, b)))
+            for a, b in zip(bounds[:-1], bounds[1:]) if b > a]
+    parts = []
+    with mp.get_context('fork').Pool(num_workers) as pool:
+        for job, res in zip(jobs, pool.imap(_worker, jobs)):
+            parts.append(res)
+            if progress is not None:
+                progress.update(job[1].num_graphs)
+    out: Dict[str, Entry] = {}
+    for kind in parts[0]:
+        out[kind] = {}
+        for attr in parts[0][kind]:
+            vals = [p[kind][attr][0] for p in parts]
+            counts = torch.cat([p[kind][attr][1][1:] - p[kind][attr][1][:-1]
+                                for p in parts])
+            dim = -1 if 'index' in attr else 0
+            out[kind][attr] = (torch.cat(vals, dim), _ptr(counts))
+    return out
+
+
+@contextmanager
+def thread_limit(n: int):
+    """Limit BLAS (threadpoolctl) and torch intra-op threads to ``n``."""
+    from threadpoolctl import threadpool_limits
+    before = torch.get_num_threads()
+    torch.set_num_threads(max(1, n))
+    try:
+        with threadpool_limits(limits=max(1, n)):
+            yield
+    finally:
+        torch.set_num_threads(before)
+
+
+def _attach(dataset: InMemoryDataset, entry: Entry):
+    data = dataset._data
+    for attr, (values, ptr) in entry.items():
+        data[attr] = values
+        if dataset.slices is not None:  # ``None``: a single-graph dataset
+            dataset.slices[attr] = ptr
+    dataset._data_list = None
+
+
+def precompute_encodings(dataset, cfg, cache_dir: Optional[str] = None):
+    r"""Attach the encodings that ``cfg`` asks for to every graph of ``dataset``.
+
+    Args:
+        dataset: an :class:`~torch_geometric.data.InMemoryDataset` (modified in
+            place, including views created with ``dataset[idx]`` that share
+            its storage) or any sequence of ``Data`` (collated into a new
+            in-memory dataset).
+        cfg: the config (``posenc_*``, ``pairenc``, ``posenc``,
+            ``dataset.node_encoder_name``, ``gt.layer_type``).
+        cache_dir: folder for the on-disk cache (normally under the dataset's
+            ``processed`` folder); ``None`` or ``posenc.cache: False``
+            disables caching.
+
+    Returns:
+        the dataset with the encodings attached.
+    """
+    from graphgps_ext.config.posenc import wanted_encodings
+    wanted = wanted_encodings(cfg)
+    if not wanted:
+        return dataset
+    if not isinstance(dataset, InMemoryDataset):
+        dataset = EncodedList(dataset)
+    opts = cfg.posenc
+    cache = EncodingCache(cache_dir if opts.cache else None)
+    store = graph_store(dataset)
+    fingerprint = store.fingerprint()
+    show = bool(opts.progress) and sys.stderr.isatty()
+    entries, missing = {}, {}
+    for kind, params in wanted.items():
+        key = cache_key(kind, params, fingerprint)
+        entry = cache.load(kind, key)
+        if entry is None:
+            missing[kind] = (params, key)
+        else:
+            entries[kind] = entry
+    if missing:
+        with thread_limit(opts.blas_threads):
+            new = _run_with_bar({k: p for k, (p, _) in missing.items()}, store,
+                                opts.num_workers, show)
+        for kind, (_, key) in missing.items():
+            cache.save(kind, key, new[kind])
+        entries.update(new)
+    for kind in wanted:
+        _attach(dataset, entries[kind])
+    return dataset
+
+
+def _run_with_bar(wanted, store, num_workers, show) -> Dict[str, Entry]:
+    if not show:
+        return compute_entries(wanted, store, num_workers)
+    from tqdm import tqdm
+    passes = int(any(k in DENSE_KINDS for k in wanted)) + int('rings' in wanted)
+    with tqdm(total=passes * store.num_graphs, unit='graph', file=sys.stderr,
+              desc='encodings: ' + '+'.join(wanted)) as bar:
+        return compute_entries(wanted, store, num_workers, bar)

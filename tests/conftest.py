@@ -1,0 +1,148 @@
+"""Shared test fixtures.
+
+- ``shared_data``: copies folders of ``/work/shared/data`` (read-only, see its
+  README) into ``tmp_path`` so that loaders can write ``processed/``.
+- ``tiny_cfg``: a GraphGym config with this project's training keys, for
+  unit tests that need no dataset or model modules.
+- ``tiny_bundle``: a small learnable graph-classification dataset (graph
+  label = majority node colour) with a :class:`TaskInfo`, and ``TinyNet`` a
+  small network registered as ``model.type TinyNet``; with them the training
+  loop and :func:`graphgps_ext.run.run_seed` are tested in-process.
+"""
+import os
+import shutil
+from types import SimpleNamespace
+
+import pytest
+import torch
+from torch import nn
+
+SHARED_DATA = os.environ.get('GRAPHGPS_EXT_SHARED_DATA', '/work/shared/data')
+
+
+@pytest.fixture
+def shared_data(tmp_path):
+    """``copy(*names) -> root``: copy ``SHARED_DATA/<name>`` folders to a
+    writable ``tmp_path/data`` and return that root (skip if absent)."""
+    root = tmp_path / 'data'
+
+    def copy(*names):
+        for name in names:
+            src = os.path.join(SHARED_DATA, name)
+            if not os.path.exists(src):
+                pytest.skip(f'{src} not available')
+            dst = root / name
+            if os.path.isdir(src):
+                shutil.copytree(src, dst, dirs_exist_ok=True)
+            else:
+                dst.parent.mkdir(parents=True, exist_ok=True)
+                shutil.copy(src, dst)
+        return str(root)
+
+    return copy
+
+
+def make_tiny_cfg(out_dir):
+    """GraphGym defaults + the ``gt`` and ``train_ext`` groups (no registry)."""
+    from torch_geometric.graphgym.config import set_cfg
+    from yacs.config import CfgNode
+
+    from graphgps_ext.config.gt import gt_cfg
+    from graphgps_ext.config.train import train_cfg
+    cfg = CfgNode()
+    set_cfg(cfg)
+    gt_cfg(cfg)
+    train_cfg(cfg)
+    cfg.out_dir = str(out_dir)
+    cfg.run_name = 'tiny'
+    cfg.accelerator = 'cpu'
+    cfg.model.type = 'TinyNet'
+    cfg.train.batch_size = 16
+    cfg.train.eval_period = 1
+    cfg.optim.optimizer = 'adam'
+    cfg.optim.base_lr = 0.01
+    cfg.optim.weight_decay = 0.0
+    cfg.optim.scheduler = 'none'
+    cfg.optim.max_epoch = 4
+    cfg.gt.dim_hidden = 16
+    return cfg
+
+
+@pytest.fixture
+def tiny_cfg(tmp_path):
+    return make_tiny_cfg(tmp_path / 'results')
+
+
+class TinyNet(nn.Module):
+    """Mean-pool the node features, then an MLP with dropout (so that the
+    run consumes random numbers, as real models do)."""
+
+    def __init__(self, cfg, task):
+        super().__init__()
+        dim = cfg.gt.dim_hidden
+        self.mlp = nn.Sequential(nn.Linear(task.node_dim, dim), nn.ReLU(),
+                                 nn.Dropout(0.2), nn.Linear(dim, task.num_outputs))
+
+    def forward(self, batch):
+        from torch_geometric.utils import scatter
+        h = scatter(batch.x, batch.batch, dim=0, dim_size=batch.num_graphs,
+                    reduce='mean')
+        return self.mlp(h), batch.y
+
+
+def tiny_dataset(num_graphs: int, seed: int):
+    """Random graphs with one-hot colour features ``[N, 2]`` (float); the
+    label is the majority colour."""
+    from torch_geometric.data import Data
+    g = torch.Generator().manual_seed(seed)
+    out = []
+    for _ in range(num_graphs):
+        n = int(torch.randint(4, 9, (1,), generator=g))
+        p = float(torch.rand(1, generator=g))
+        colour = (torch.rand(n, generator=g) < p).long()
+        src = torch.arange(n - 1)
+        edge_index = torch.stack([torch.cat([src, src + 1]),
+                                  torch.cat([src + 1, src])])
+        y = (colour.float().mean() > 0.5).long().view(1)
+        out.append(Data(x=nn.functional.one_hot(colour, 2).float(),
+                        edge_index=edge_index, y=y))
+    return out
+
+
+def tiny_task():
+    from graphgps_ext.loader.task import TaskInfo
+    return TaskInfo(name='tiny', task='graph', task_type='classification',
+                    num_outputs=2, loss='cross_entropy', metric='accuracy',
+                    metric_direction='max', metrics=['accuracy', 'f1_macro'],
+                    node_encoder='LinearNode', node_dim=2)
+
+
+def tiny_loaders(cfg, bundle, rank=0, world_size=1):
+    from torch_geometric.loader import DataLoader
+    gen = torch.Generator().manual_seed(cfg.seed)
+    return {split: DataLoader(ds, batch_size=cfg.train.batch_size,
+                              shuffle=split == 'train',
+                              generator=gen if split == 'train' else None)
+            for split, ds in bundle.splits.items()}
+
+
+@pytest.fixture
+def tiny_bundle():
+    data = tiny_dataset(128, seed=123)
+    return SimpleNamespace(
+        splits={'train': data[:64], 'val': data[64:96], 'test': data[96:]},
+        task=tiny_task(),
+        split_indices={'train': torch.arange(64), 'val': torch.arange(64, 96),
+                       'test': torch.arange(96, 128)})
+
+
+@pytest.fixture
+def tiny_run(monkeypatch, tiny_bundle):
+    """Patch :mod:`graphgps_ext.run` to use the tiny dataset and TinyNet."""
+    import torch_geometric.graphgym.register as gg
+
+    import graphgps_ext.run as run
+    monkeypatch.setitem(gg.network_dict, 'TinyNet', TinyNet)
+    monkeypatch.setattr(run, 'load_dataset', lambda cfg: tiny_bundle)
+    monkeypatch.setattr(run, 'make_loaders', tiny_loaders)
+    return run

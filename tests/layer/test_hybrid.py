@@ -1,0 +1,145 @@
+"""HybridLayer composed with the MPNN / Transformer / GEANet branches:
+GEAET eq. 8-10 and the edge stream threaded local -> global -> external."""
+import pytest
+import torch
+from torch_geometric.data import Batch
+from yacs.config import CfgNode as CN
+
+from branch_checks import (batch_dependence, check_gradients,
+                           check_permutation_equivariance, context, graphs, run)
+from graphgps_ext.config.gea import gea_cfg
+from graphgps_ext.config.gt import gt_cfg
+from graphgps_ext.config.mpnn import mpnn_cfg
+from graphgps_ext.layer import BRANCHES
+from graphgps_ext.layer.hybrid import HybridLayer
+
+D = 16
+
+
+def cfg():
+    c = CN()
+    gt_cfg(c)
+    mpnn_cfg(c)
+    gea_cfg(c)
+    c.gt.n_heads, c.gea.n_heads, c.gea.num_slots = 2, 4, 6
+    return c
+
+
+def layer(local, glob, ext, c=None, **kw):
+    c = c or cfg()
+    build = lambda name: None if name is None else BRANCHES[name].from_cfg(c, D)
+    return HybridLayer(D, build(local), build(glob), build(ext), **kw).double()
+
+
+def randomise_norms(m):
+    """Non-trivial BatchNorm statistics/affine parameters for eval mode."""
+    with torch.no_grad():
+        for mod in m.modules():
+            if isinstance(mod, torch.nn.BatchNorm1d):
+                mod.running_mean.uniform_(-1, 1)
+                mod.running_var.uniform_(0.5, 2)
+                mod.weight.uniform_(0.5, 2)
+                mod.bias.uniform_(-1, 1)
+
+
+def data():
+    return graphs([5, 3, 7], D, seed=0, isolated=1)
+
+
+def test_geaet_layer_is_eq_8_to_10():
+    torch.manual_seed(0)
+    m = layer('GatedGCN', 'Transformer', 'GEANet')
+    randomise_norms(m)
+    m.eval()
+    batch = Batch.from_data_list(data())
+    ctx = context(batch)
+    x, e = batch.x, batch.edge_attr
+    out, e_out = m(x, e, ctx)
+
+    br, nm = m.branches, m.norms
+    x_M, e_M = br['local'](x, e, ctx)             # eq. 8, MPNN
+    x_T, _ = br['global'](x, e, ctx)              # eq. 8, TLayer
+    x_G, e_G = br['external'](x, e_M, ctx)        # eq. 8, GEANet(X, E_M)
+    h = (nm['local'](x + x_M) + nm['global'](x + x_T)
+         + nm['external'](x + x_G))
+    ref = m.ffn_norm(h + m.ffn(h))                # eq. 10, FFN
+    torch.testing.assert_close(out, ref)
+    torch.testing.assert_close(e_out, e_G)        # eq. 10, E' = E_G
+    # GEANet really sees E_M, not E: feeding E gives other edges.
+    _, e_wrong = br['external'](x, e, ctx)
+    assert not torch.allclose(e_wrong, e_out)
+
+
+def test_edge_stream_without_edge_updating_local_branch():
+    """GCN leaves the edge stream alone: GEANet receives the input E."""
+    torch.manual_seed(0)
+    m = layer('GCN', None, 'GEANet').eval()
+    batch = Batch.from_data_list(data())
+    ctx = context(batch)
+    _, e_out = m(batch.x, batch.edge_attr, ctx)
+    _, e_ref = m.branches['external'](batch.x, batch.edge_attr, ctx)
+    torch.testing.assert_close(e_out, e_ref)
+
+
+def test_edge_stream_unchanged_without_edge_updates():
+    torch.manual_seed(0)
+    c = cfg()
+    c.gea.edge_unit = False
+    m = layer('GINE', 'Transformer', 'GEANet', c).eval()
+    batch = Batch.from_data_list(data())
+    _, e_out = m(batch.x, batch.edge_attr, context(batch))
+    assert e_out is batch.edge_attr
+
+
+def test_gatedgcn_edges_reach_next_layer():
+    """Two stacked layers: layer 2's GatedGCN reads layer 1's E_G."""
+    torch.manual_seed(0)
+    l1 = layer('GatedGCN', None, 'GEANet').eval()
+    l2 = layer('GatedGCN', 'Transformer', 'GEANet').eval()
+    batch = Batch.from_data_list(data())
+    ctx = context(batch)
+    x1, e1 = l1(batch.x, batch.edge_attr, ctx)
+    x2, e2 = l2(x1, e1, ctx)
+    _, e_M = l2.branches['local'](x1, e1, ctx)
+    _, e_G = l2.branches['external'](x1, e_M, ctx)
+    torch.testing.assert_close(e2, e_G)
+
+
+@pytest.mark.parametrize('layer_type', [
+    ('GatedGCN', 'Transformer', 'GEANet'), ('GCN', None, 'GEANet'),
+    ('GIN', 'Transformer', None), ('GINE', 'Transformer', 'GEANet'),
+])
+def test_layer_properties(layer_type):
+    torch.manual_seed(0)
+    m = layer(*layer_type, dropout=0.1)
+    randomise_norms(m)
+    check_gradients(m, data(), zero_ok=('branches.global.qkv.bias', ))
+    check_permutation_equivariance(m, data())
+    assert batch_dependence(m, data()) < 1e-10
+
+
+def test_parity_batch_softmax_breaks_batch_independence_of_layer():
+    torch.manual_seed(0)
+    c = cfg()
+    c.gea.parity_batch_softmax = True
+    assert batch_dependence(layer('GatedGCN', 'Transformer', 'GEANet', c),
+                            data()) > 1e-4
+
+
+def test_geaet_zinc_size_parameter_count():
+    """One GatedGCN+Transformer+GEANet layer at d = 64 (4 + 4 heads, S = 16,
+    BatchNorm): the figure quoted in the README."""
+    c = cfg()
+    c.gt.n_heads, c.gea.n_heads, c.gea.num_slots = 4, 4, 16
+    d = 64
+    build = lambda name: BRANCHES[name].from_cfg(c, d)
+    m = HybridLayer(d, build('GatedGCN'), build('Transformer'), build('GEANet'))
+    count = lambda mod: sum(p.numel() for p in mod.parameters())
+    gated = 5 * (d * d + d) + 2 * d
+    transformer = 4 * (d * d + d)
+    gea = 2 * (2 * 16 * 16 + d * d) + d * d
+    norms, ffn = 4 * 2 * d, (d * 2 * d + 2 * d) + (2 * d * d + d)
+    assert count(m.branches['local']) == gated
+    assert count(m.branches['global']) == transformer
+    assert count(m.branches['external']) == gea
+    assert count(m) == gated + transformer + gea + norms + ffn == 67_968

@@ -1,0 +1,177 @@
+"""load_dataset on the real data of /work/shared/data (ZINC, NCI1), task
+metadata, overrides, encodings hook and the offline errors."""
+import time
+
+import pytest
+import torch
+
+from graphgps_ext.loader import DatasetNotFoundError, load_dataset
+from graphgps_ext.loader.offline import OFFLINE_ENV
+
+from .conftest import copy_shared, make_cfg
+
+
+@pytest.fixture(scope='module')
+def zinc_root(tmp_path_factory):
+    return copy_shared(tmp_path_factory.mktemp('zinc'), 'ZINC')
+
+
+@pytest.fixture(scope='module')
+def zinc(zinc_root):
+    return load_dataset(make_cfg(zinc_root, **{'dataset.format': 'PyG-ZINC',
+                                               'dataset.name': 'subset'}))
+
+
+@pytest.fixture(scope='module')
+def nci1_root(tmp_path_factory):
+    return copy_shared(tmp_path_factory.mktemp('nci1'), 'TUDataset')
+
+
+def _nci1(root, seed, **kw):
+    cfg = make_cfg(root, **{'dataset.format': 'PyG-TUDataset',
+                            'dataset.name': 'NCI1'}, **kw)
+    cfg.seed = seed
+    return load_dataset(cfg)
+
+
+def _stats(ds):
+    nodes = torch.tensor([g.num_nodes for g in ds], dtype=torch.float)
+    edges = torch.tensor([g.num_edges / 2 for g in ds], dtype=torch.float)
+    y = torch.cat([g.y.view(-1) for g in ds])
+    return nodes, edges, y
+
+
+def test_zinc_sizes_and_task(zinc):
+    assert {k: len(v) for k, v in zinc.splits.items()} == \
+        {'train': 10_000, 'val': 1_000, 'test': 1_000}
+    assert zinc.split_indices is None  # standard split files
+    t = zinc.task
+    assert (t.task, t.task_type, t.num_outputs, t.loss) == \
+        ('graph', 'regression', 1, 'l1')
+    assert (t.metric, t.metric_direction) == ('mae', 'min')
+    assert (t.node_encoder, t.node_num_types) == ('TypeDictNode', 28)
+    assert (t.edge_encoder, t.edge_num_types) == ('TypeDictEdge', 4)
+    g = zinc.splits['train'][0]
+    assert g.x.dtype == torch.long and g.x.dim() == 2 and g.x.size(1) == 1
+    assert g.y.shape == (1, 1) and g.y.is_floating_point()
+
+
+@pytest.mark.parametrize('split,nodes,edges,mean,std,lo,hi', [
+    ('val', 23.08, 24.85, 0.0315, 1.9846, 10, 36),
+    ('test', 23.12, 24.86, 0.0124, 2.0170, 11, 37),
+])
+def test_zinc_val_test_statistics(zinc, split, nodes, edges, mean, std, lo, hi):
+    # data/ZINC/README.md: these two splits are the exact benchmark graphs.
+    n, e, y = _stats(zinc.splits[split])
+    assert n.mean().item() == pytest.approx(nodes, abs=0.005)
+    assert e.mean().item() == pytest.approx(edges, abs=0.005)
+    assert (int(n.min()), int(n.max())) == (lo, hi)
+    assert y.mean().item() == pytest.approx(mean, abs=1e-4)
+    assert y.std(unbiased=False).item() == pytest.approx(std, abs=1e-4)
+
+
+def test_zinc_max_graphs_keeps_proportions(zinc_root):
+    b = load_dataset(make_cfg(zinc_root, **{'dataset.format': 'PyG-ZINC',
+                                            'dataset.name': 'subset',
+                                            'dataset.max_graphs': 120}))
+    assert {k: len(v) for k, v in b.splits.items()} == \
+        {'train': 100, 'val': 10, 'test': 10}
+
+
+def test_nci1_split_and_task(nci1_root):
+    b = _nci1(nci1_root, seed=0)
+    sizes = {k: len(v) for k, v in b.splits.items()}
+    assert sum(sizes.values()) == 4110
+    for k, want in (('train', 3288), ('val', 411), ('test', 411)):
+        assert abs(sizes[k] - want) <= 1
+    idx = b.split_indices
+    every = torch.cat([idx['train'], idx['val'], idx['test']])
+    assert torch.equal(every.sort().values, torch.arange(4110))
+    # stratified: both classes in every split, in the overall proportion
+    for k in ('train', 'val', 'test'):
+        frac = torch.cat([g.y for g in b.splits[k]]).float().mean().item()
+        assert frac == pytest.approx(2057 / 4110, abs=0.01)
+    t = b.task
+    assert (t.node_encoder, t.node_dim, t.edge_encoder) == ('LinearNode', 37, None)
+    assert (t.loss, t.metric, t.metric_direction, t.num_outputs) == \
+        ('cross_entropy', 'accuracy', 'max', 2)
+    assert b.splits['train'][0].x.shape[1] == 37
+
+
+def test_nci1_split_depends_on_seed(nci1_root):
+    a, a2, b = (_nci1(nci1_root, s).split_indices for s in (0, 0, 1))
+    assert all(torch.equal(a[k], a2[k]) for k in a)
+    assert not torch.equal(a['test'], b['test'])
+
+
+def test_overrides(nci1_root):
+    b = _nci1(nci1_root, 0, **{'dataset.num_outputs': 5,
+                               'dataset.task_type': 'classification_multilabel',
+                               'dataset.metrics': ['auroc']})
+    assert b.task.num_outputs == 5
+    assert b.task.task_type == 'classification_multilabel'
+    assert b.task.metrics == ['accuracy', 'auroc']  # metric kept in the list
+    cfg = make_cfg(nci1_root, **{'dataset.format': 'PyG-TUDataset',
+                                 'dataset.name': 'NCI1', 'metric_best': 'auroc'})
+    cfg.model.loss_fun = 'bce'
+    t = load_dataset(cfg).task
+    assert (t.loss, t.metric, t.metric_direction) == ('bce', 'auroc', 'max')
+    assert t.metrics[0] == 'auroc'
+
+
+def test_precompute_hook_receives_every_part(nci1_root, monkeypatch):
+    import graphgps_ext.transform as transform
+    calls = []
+
+    def fake(dataset, cfg, cache_dir):
+        calls.append((len(dataset), cache_dir))
+        return dataset
+    monkeypatch.setattr(transform, 'precompute_encodings', fake)
+    b = _nci1(nci1_root, 0, **{'dataset.max_graphs': 100})
+    assert sum(len(v) for v in b.splits.values()) == len(calls) * calls[0][0]
+    assert calls[0][1].endswith('encodings/all_max100')
+    # the saved indices point into the stored dataset: a prefix of each split
+    full = _nci1(nci1_root, 0).split_indices
+    for k, idx in b.split_indices.items():
+        assert torch.equal(idx, full[k][:idx.numel()])
+    from torch_geometric.datasets import TUDataset
+    stored = TUDataset(f'{nci1_root}/TUDataset', 'NCI1')
+    i = int(b.split_indices['val'][3])
+    assert torch.equal(b.splits['val'][3].x, stored[i].x)
+
+
+def test_unknown_format_suggests():
+    cfg = make_cfg('/nonexistent', **{'dataset.format': 'PyG-ZINK'})
+    with pytest.raises(ValueError, match="did you mean 'PyG-ZINC'"):
+        load_dataset(cfg)
+
+
+@pytest.mark.parametrize('fmt,name,expect', [
+    ('PyG-ZINC', 'subset', 'molecules.zip'),
+    ('PyG-TUDataset', 'NCI109', 'NCI109.zip'),
+    ('PyG-GNNBenchmarkDataset', 'MNIST', 'MNIST_v2.zip'),
+    ('PyG-LRGBDataset', 'COCO-SP', 'cocosp.zip'),
+    ('OGB', 'peptides-structural', 'peptide_structure_normalized'),
+    ('OGB', 'ogbg-molpcba', 'pcba.zip'),
+    ('OGB', 'ogbg-code2', 'code2.zip'),
+    ('OGB', 'PCQM4Mv2-subset', 'pcqm4m-v2.zip'),
+])
+def test_missing_data_offline_fails_fast(tmp_path, offline, fmt, name, expect):
+    cfg = make_cfg(tmp_path, **{'dataset.format': fmt, 'dataset.name': name})
+    start = time.perf_counter()
+    with pytest.raises(DatasetNotFoundError) as err:
+        load_dataset(cfg)
+    assert time.perf_counter() - start < 5
+    msg = str(err.value)
+    assert expect in msg and str(tmp_path) in msg and 'Missing file' in msg
+    assert OFFLINE_ENV in msg
+
+
+def test_missing_data_without_network_fails_fast(tmp_path, monkeypatch):
+    import graphgps_ext.loader.offline as offline
+    monkeypatch.delenv(OFFLINE_ENV, raising=False)
+    monkeypatch.setattr(offline, 'network_available', lambda url, timeout=2: False)
+    cfg = make_cfg(tmp_path, **{'dataset.format': 'PyG-TUDataset',
+                                'dataset.name': 'COLLAB'})
+    with pytest.raises(DatasetNotFoundError, match='no network connection'):
+        load_dataset(cfg)

@@ -1,0 +1,162 @@
+"""End to end: ``python main.py`` as a subprocess on generated
+TreeNeighbourMatch (r = 2, 96 graphs): results layout, learning, seeds,
+Ctrl-C + resume == uninterrupted, aggregation with an unfinished seed,
+W&B offline and TensorBoard files, config errors."""
+import glob
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+
+import pytest
+
+from graphgps_ext.logger import read_jsonl
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+MAIN = os.path.join(ROOT, 'main.py')
+QUICKSTART = os.path.join(ROOT, 'configs', 'quickstart.yaml')
+SMALL = ['dataset.tree_depth', '2', 'dataset.max_graphs', '0',
+         'gt.layer_type', 'GatedGCN+None+None', 'gt.layers', '2',
+         'gt.dim_hidden', '16', 'train.batch_size', '32',
+         'optim.base_lr', '0.01', 'optim.num_warmup_epochs', '1',
+         'optim.max_epoch', '10']
+
+
+def env(home):
+    e = dict(os.environ, PYTHONUNBUFFERED='1', WANDB_MODE='offline',
+             HOME=str(home), PYTHONPATH=ROOT)
+    e.pop('WANDB_API_KEY', None)
+    return e
+
+
+def main_cmd(cfg_file, *args):
+    return [sys.executable, MAIN, '--cfg', str(cfg_file), *args]
+
+
+def run_main(tmp, cfg_file, *args, check=True):
+    proc = subprocess.run(main_cmd(cfg_file, *args), cwd=tmp, env=env(tmp),
+                          capture_output=True, text=True, timeout=600)
+    if check:
+        assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    return proc
+
+
+def stats(run_dir):
+    return {s: [{k: v for k, v in r.items() if k != 'time_epoch'}
+                for r in read_jsonl(os.path.join(run_dir, s, 'stats.jsonl'))]
+            for s in ('train', 'val', 'test')}
+
+
+@pytest.fixture(scope='module')
+def work(tmp_path_factory):
+    """A working directory with the config copied outside ``configs/``."""
+    tmp = tmp_path_factory.mktemp('e2e')
+    shutil.copy(QUICKSTART, tmp / 'quick.yaml')
+    return tmp
+
+
+@pytest.fixture(scope='module')
+def three_seeds(work):
+    """``--repeat 3`` (seeds 0, 1, 2) with TensorBoard and W&B offline."""
+    shutil.copy(work / 'quick.yaml', work / 'sweep.yaml')
+    proc = run_main(work, work / 'sweep.yaml', '--repeat', '3', '--mark_done',
+                    *SMALL, 'dataset.dir', str(work / 'datasets'),
+                    'run_name', 'quick', 'out_dir', 'full',
+                    'tensorboard.use', 'True', 'wandb.use', 'True')
+    return work, proc
+
+
+def test_results_layout_and_learning(three_seeds):
+    work, proc = three_seeds
+    assert not (work / 'sweep.yaml').exists() and (work / 'sweep.yaml.done').exists()
+    for seed in range(3):
+        run = work / 'full' / 'quick' / str(seed)
+        for name in ('config.yaml', 'logging.log', 'best.json', 'done', 'ckpt/last.pt',
+                     'ckpt/best.pt', 'train/stats.jsonl', 'val/stats.jsonl',
+                     'test/stats.jsonl', 'split_indices.pt'):
+            assert (run / name).exists(), f'{run}/{name}'
+        train = read_jsonl(str(run / 'train' / 'stats.jsonl'))
+        assert len(train) == 10
+        assert set(train[0]) >= {'epoch', 'loss', 'accuracy', 'lr', 'time_epoch', 'params'}
+        assert train[-1]['loss'] < train[0]['loss']  # it learns
+        best = json.loads((run / 'best.json').read_text())
+        assert best['metric'] == 'accuracy' and best['mode'] == 'max'
+        assert set(best) >= {'epoch', 'train', 'val', 'test'}
+        # W&B offline files (`wandb sync`-able) and TensorBoard event files
+        assert glob.glob(str(run / 'wandb' / 'offline-run-*' / 'run-*.wandb'))
+        assert glob.glob(str(run / 'events.out.tfevents.*'))
+    resolved = (work / 'full' / 'quick' / '0' / 'config.yaml').read_text()
+    for line in ('metric_best: accuracy', 'metric_agg: argmax',
+                 'loss_fun: cross_entropy', 'accelerator: cpu', 'seed: 0',
+                 'layer_type: GatedGCN+None+None', 'dim_inner: 16'):
+        assert line in resolved
+    assert 'seed: 2' in (work / 'full' / 'quick' / '2' / 'config.yaml').read_text()
+    assert 'epoch 10/10' in proc.stdout
+
+
+def test_ctrl_c_agg_unfinished_and_resume_equals_uninterrupted(three_seeds):
+    work, _ = three_seeds
+    out = work / 'resumed'
+    args = ['--seeds', '2', *SMALL, 'dataset.dir', str(work / 'datasets'),
+            'run_name', 'quick', 'out_dir', 'resumed']
+    proc = subprocess.Popen(main_cmd(work / 'quick.yaml', *args), cwd=work,
+                            env=env(work), stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True)
+    lines = []
+    for line in proc.stdout:
+        lines.append(line)
+        if 'epoch 2/10' in line:
+            proc.send_signal(signal.SIGINT)
+            break
+    rest, _ = proc.communicate(timeout=300)
+    text = ''.join(lines) + rest
+    assert proc.returncode == 130, text
+    assert 'Resume with' in text and 'train.auto_resume True' in text
+    run = out / 'quick' / '2'
+    assert (run / 'ckpt' / 'last.pt').exists() and not (run / 'done').exists()
+
+    # Aggregate 3 seeds, one of them unfinished.
+    for seed in ('0', '1'):
+        shutil.copytree(work / 'full' / 'quick' / seed, out / 'quick' / seed)
+    agg = subprocess.run([sys.executable, '-m', 'graphgps_ext.agg', str(out / 'quick')],
+                         cwd=work, env=env(work), capture_output=True, text=True)
+    assert agg.returncode == 0, agg.stderr
+    assert "unfinished (no 'done' marker, skipped): [2]" in agg.stdout
+    assert '±' in agg.stdout and 'accuracy' in agg.stdout
+    best = json.loads((out / 'quick' / 'agg' / 'test' / 'best.json').read_text())
+    assert best['seeds'] == [0, 1] and best['num_seeds'] == 2
+
+    # Resume, then compare with the uninterrupted run of the same seed.
+    run_main(work, work / 'quick.yaml', *args, 'train.auto_resume', 'True')
+    assert (run / 'done').exists()
+    assert stats(str(run)) == stats(str(work / 'full' / 'quick' / '2'))
+    log = (run / 'logging.log').read_text()
+    assert 'resuming from' in log and 'interrupted' in log
+
+    # A finished seed is skipped with auto_resume.
+    again = run_main(work, work / 'quick.yaml', *args, 'train.auto_resume', 'True')
+    assert 'is done' in again.stdout
+
+
+def test_config_errors_exit_2_without_traceback(work):
+    proc = run_main(work, work / 'quick.yaml', 'optim.base_rl', '0.1', check=False)
+    assert proc.returncode == 2
+    assert "unknown config key 'optim.base_rl' on the command line; did you mean 'optim.base_lr'" in proc.stderr
+    assert 'Traceback' not in proc.stderr
+    proc = run_main(work, work / 'quick.yaml', 'optim.scheduler', 'cosine', check=False)
+    assert proc.returncode == 2 and "bad value 'cosine' for 'optim.scheduler'" in proc.stderr
+    proc = run_main(work, work / 'quick.yaml', 'gt.layer_type', 'GatedGCN+Transformr+None',
+                    'dataset.dir', str(work / 'datasets'), 'out_dir', 'bad', check=False)
+    assert proc.returncode == 2 and "did you mean 'Transformer'" in proc.stderr
+    assert not (work / 'bad').exists()  # failed before any output
+
+
+def test_cuda_asked_but_absent(work):
+    import torch
+    if torch.cuda.is_available():
+        pytest.skip('CUDA is available here')
+    proc = run_main(work, work / 'quick.yaml', 'accelerator', 'cuda', check=False)
+    assert proc.returncode == 2
+    assert "accelerator 'cuda' was asked for but CUDA is not available" in proc.stderr

@@ -1,0 +1,222 @@
+"""The training loop through :func:`graphgps_ext.run.run_seed`, in-process,
+on the tiny dataset and TinyNet of ``tests/conftest.py``."""
+import json
+import math
+import os
+
+import pytest
+import torch
+
+from graphgps_ext.logger import read_jsonl
+from graphgps_ext.train import checkpoint as ckpt
+from graphgps_ext.train.loop import NonFiniteLossError, concat
+from graphgps_ext.train.loss import LOSSES, cross_entropy
+
+
+def stats(run_dir, split):
+    """The stats lines of ``split`` without the wall-clock field."""
+    return [{k: v for k, v in r.items() if k != 'time_epoch'}
+            for r in read_jsonl(os.path.join(run_dir, split, 'stats.jsonl'))]
+
+
+def all_stats(run_dir):
+    return {s: stats(run_dir, s) for s in ('train', 'val', 'test')}
+
+
+def test_run_writes_results_and_learns(tiny_run, tiny_cfg):
+    tiny_cfg.optim.max_epoch = 8
+    tiny_cfg.optim.base_lr = 0.03
+    best = tiny_run.run_seed(tiny_cfg)
+    run_dir = os.path.join(tiny_cfg.out_dir, 'tiny', '0')
+    for name in ('config.yaml', 'logging.log', 'best.json', 'done',
+                 'split_indices.pt', 'ckpt/last.pt', 'ckpt/best.pt'):
+        assert os.path.exists(os.path.join(run_dir, name)), name
+    train = stats(run_dir, 'train')
+    assert [r['epoch'] for r in train] == list(range(8))
+    assert set(train[0]) == {'epoch', 'loss', 'accuracy', 'f1_macro', 'lr', 'params'}
+    assert train[-1]['loss'] < 0.7 * train[0]['loss']
+    assert best['val']['accuracy'] >= 0.8
+    with open(os.path.join(run_dir, 'best.json')) as f:
+        on_disk = json.load(f)
+    assert on_disk['epoch'] == best['epoch']
+    assert on_disk['val']['accuracy'] == max(r['accuracy'] for r in stats(run_dir, 'val'))
+    assert set(on_disk) >= {'epoch', 'metric', 'mode', 'train', 'val', 'test'}
+    last = ckpt.load(os.path.join(run_dir, 'ckpt', 'last.pt'))
+    assert last['epoch'] == 7 and last['best']['epoch'] == best['epoch']
+    assert ckpt.load(os.path.join(run_dir, 'ckpt', 'best.pt'))['epoch'] == best['epoch']
+    assert 'epoch 8/8' in open(os.path.join(run_dir, 'logging.log')).read()
+
+
+def test_same_seed_same_stats_other_seed_differs(tiny_run, tiny_cfg, tmp_path):
+    tiny_run.run_seed(tiny_cfg)
+    first = all_stats(os.path.join(tiny_cfg.out_dir, 'tiny', '0'))
+    tiny_cfg.out_dir = str(tmp_path / 'again')
+    tiny_run.run_seed(tiny_cfg)
+    assert all_stats(os.path.join(tiny_cfg.out_dir, 'tiny', '0')) == first
+    tiny_cfg.seed = 1
+    tiny_cfg.optim.max_epoch = 1
+    tiny_run.run_seed(tiny_cfg)
+    assert stats(os.path.join(tiny_cfg.out_dir, 'tiny', '1'), 'train')[0] != first['train'][0]
+
+
+class Interrupt:
+    """A loss that raises KeyboardInterrupt on its ``at``-th call (mid-epoch)."""
+
+    def __init__(self, at):
+        self.calls, self.at = 0, at
+
+    def __call__(self, pred, true):
+        self.calls += 1
+        if self.calls == self.at:
+            raise KeyboardInterrupt
+        return cross_entropy(pred, true)
+
+
+@pytest.mark.parametrize('scheduler', ['cosine_with_warmup', 'reduce_on_plateau'])
+def test_resume_reproduces_uninterrupted_run(tiny_run, tiny_cfg, tmp_path,
+                                             monkeypatch, scheduler):
+    tiny_cfg.optim.scheduler = scheduler
+    tiny_cfg.optim.num_warmup_epochs = 2
+    tiny_cfg.optim.schedule_patience = 0
+    tiny_cfg.optim.reduce_factor = 0.5
+    tiny_run.run_seed(tiny_cfg)
+    reference = all_stats(os.path.join(tiny_cfg.out_dir, 'tiny', '0'))
+
+    tiny_cfg.out_dir = str(tmp_path / 'interrupted')
+    run_dir = os.path.join(tiny_cfg.out_dir, 'tiny', '0')
+    # 4 train batches + 2 + 2 eval batches per epoch: call 21 is in epoch 2.
+    monkeypatch.setitem(LOSSES, 'cross_entropy', Interrupt(21))
+    with pytest.raises(KeyboardInterrupt):
+        tiny_run.run_seed(tiny_cfg)
+    assert not os.path.exists(os.path.join(run_dir, 'done'))
+    assert ckpt.load(os.path.join(run_dir, 'ckpt', 'last.pt'))['epoch'] == 1
+    assert 'Resume with' in open(os.path.join(run_dir, 'logging.log')).read()
+    # A stats line written after the checkpoint (torn epoch) is dropped.
+    with open(os.path.join(run_dir, 'train', 'stats.jsonl'), 'a') as f:
+        f.write(json.dumps({'epoch': 2, 'loss': 123.0}) + '\n')
+
+    monkeypatch.setitem(LOSSES, 'cross_entropy', Interrupt(-1))
+    tiny_cfg.train.auto_resume = True
+    tiny_run.run_seed(tiny_cfg)
+    assert all_stats(run_dir) == reference
+    assert os.path.exists(os.path.join(run_dir, 'done'))
+
+
+def test_interrupt_in_first_epoch_is_resumable(tiny_run, tiny_cfg, tmp_path,
+                                               monkeypatch):
+    tiny_run.run_seed(tiny_cfg)
+    reference = all_stats(os.path.join(tiny_cfg.out_dir, 'tiny', '0'))
+    tiny_cfg.out_dir = str(tmp_path / 'b')
+    monkeypatch.setitem(LOSSES, 'cross_entropy', Interrupt(2))
+    with pytest.raises(KeyboardInterrupt):
+        tiny_run.run_seed(tiny_cfg)
+    run_dir = os.path.join(tiny_cfg.out_dir, 'tiny', '0')
+    assert ckpt.load(os.path.join(run_dir, 'ckpt', 'last.pt'))['epoch'] == -1
+    monkeypatch.setitem(LOSSES, 'cross_entropy', Interrupt(-1))
+    tiny_cfg.train.auto_resume = True
+    tiny_run.run_seed(tiny_cfg)
+    assert all_stats(run_dir) == reference
+
+
+def test_done_run_is_skipped_with_auto_resume(tiny_run, tiny_cfg):
+    tiny_run.run_seed(tiny_cfg)
+    run_dir = os.path.join(tiny_cfg.out_dir, 'tiny', '0')
+    mtime = os.path.getmtime(os.path.join(run_dir, 'ckpt', 'last.pt'))
+    tiny_cfg.train.auto_resume = True
+    best = tiny_run.run_seed(tiny_cfg)
+    assert best['epoch'] >= 0
+    assert os.path.getmtime(os.path.join(run_dir, 'ckpt', 'last.pt')) == mtime
+    # Without auto_resume the seed starts afresh (stats rewritten, not appended).
+    tiny_cfg.train.auto_resume = False
+    tiny_run.run_seed(tiny_cfg)
+    assert len(stats(run_dir, 'train')) == tiny_cfg.optim.max_epoch
+
+
+def test_nan_loss_stops_and_keeps_last_good_checkpoint(tiny_run, tiny_cfg):
+    def poison(trainer, epoch, records):
+        if epoch == 1:
+            with torch.no_grad():
+                next(trainer.model.parameters()).fill_(float('nan'))
+
+    with pytest.raises(NonFiniteLossError, match=r'epoch 3, batch 1.*base_lr'):
+        tiny_run.run_seed(tiny_cfg, callbacks=[poison])
+    run_dir = os.path.join(tiny_cfg.out_dir, 'tiny', '0')
+    last = ckpt.load(os.path.join(run_dir, 'ckpt', 'last.pt'))
+    assert last['epoch'] == 1
+    assert all(torch.isfinite(v).all() for v in last['model'].values()
+               if v.is_floating_point())
+    assert 'NaN loss in train at epoch 3' in open(
+        os.path.join(run_dir, 'logging.log')).read()
+    assert not os.path.exists(os.path.join(run_dir, 'done'))
+
+
+def test_early_stopping(tiny_run, tiny_cfg):
+    tiny_cfg.optim.base_lr = 0.0  # nothing improves after the first epoch
+    tiny_cfg.train.early_stop_patience = 2
+    tiny_cfg.optim.max_epoch = 20
+    best = tiny_run.run_seed(tiny_cfg)
+    run_dir = os.path.join(tiny_cfg.out_dir, 'tiny', '0')
+    assert best['epoch'] == 0
+    assert len(stats(run_dir, 'train')) == 3
+    assert ckpt.load(os.path.join(run_dir, 'ckpt', 'last.pt'))['stopped']
+
+
+def test_reduce_on_plateau_stops_below_min_lr(tiny_run, tiny_cfg):
+    tiny_cfg.optim.scheduler = 'reduce_on_plateau'
+    tiny_cfg.optim.base_lr = 1e-6  # the validation loss plateaus at once
+    tiny_cfg.optim.max_epoch = 8
+    tiny_cfg.optim.schedule_patience = 1
+    tiny_cfg.optim.reduce_factor = 0.5
+    tiny_cfg.optim.min_lr = 0.0  # never stops
+    tiny_run.run_seed(tiny_cfg)
+    run_dir = os.path.join(tiny_cfg.out_dir, 'tiny', '0')
+    lrs = [r['lr'] for r in stats(run_dir, 'train')]
+    assert len(lrs) == 8
+    assert lrs[:4] == pytest.approx([1e-6, 1e-6, 1e-6, 5e-7])
+    # 1e-6 -> 5e-7 (after epoch 3) -> 2.5e-7 (after epoch 5) < min_lr: stop.
+    tiny_cfg.optim.min_lr = 3e-7
+    tiny_run.run_seed(tiny_cfg)
+    assert len(stats(run_dir, 'train')) == 5
+
+
+def test_eval_period_and_lr_schedule(tiny_run, tiny_cfg):
+    tiny_cfg.train.eval_period = 3
+    tiny_cfg.optim.max_epoch = 7
+    tiny_cfg.optim.scheduler = 'cosine_with_warmup'
+    tiny_cfg.optim.num_warmup_epochs = 2
+    tiny_run.run_seed(tiny_cfg)
+    run_dir = os.path.join(tiny_cfg.out_dir, 'tiny', '0')
+    assert [r['epoch'] for r in stats(run_dir, 'val')] == [0, 2, 5, 6]
+    lrs = [r['lr'] for r in stats(run_dir, 'train')]
+    assert lrs[0] == pytest.approx(0.01 * 1e-6)
+    assert lrs[1] == pytest.approx(0.005)
+    assert lrs[2] == pytest.approx(0.01)
+    assert lrs[2:] == sorted(lrs[2:], reverse=True)
+    assert lrs[6] == pytest.approx(0.01 * 0.5 * (1 + math.cos(math.pi * 4 / 5)))
+
+
+def test_gradient_clipping_bounds_the_update(tiny_run, tiny_cfg, monkeypatch):
+    norms = []
+    orig = torch.nn.utils.clip_grad_norm_
+
+    def spy(params, max_norm, *a, **k):
+        params = list(params)
+        total = orig(params, max_norm, *a, **k)
+        norms.append(float(torch.linalg.vector_norm(
+            torch.stack([p.grad.norm() for p in params if p.grad is not None]))))
+        assert max_norm == 0.05
+        return total
+
+    monkeypatch.setattr(torch.nn.utils, 'clip_grad_norm_', spy)
+    tiny_cfg.optim.clip_grad_norm = True
+    tiny_cfg.optim.clip_grad_norm_value = 0.05
+    tiny_cfg.optim.max_epoch = 1
+    tiny_run.run_seed(tiny_cfg)
+    assert norms and max(norms) <= 0.05 + 1e-6
+
+
+def test_concat_pads_ragged_sequences():
+    out = concat([torch.tensor([[1, 2]]), torch.tensor([[3, 4, 5], [6, -1, -1]])])
+    assert out.tolist() == [[1, 2, -1], [3, 4, 5], [6, -1, -1]]
+    flt = concat([torch.ones(2, 1), torch.ones(1, 3)])
+    assert flt.shape == (3, 3) and torch.isnan(flt[0, 1:]).all()

@@ -1,0 +1,87 @@
+"""``python -m graphgps_ext.viz`` on tiny checkpoints trained by ``main.py``,
+and the drawing helpers (RDKit molecules, networkx fallback)."""
+import os
+import sys
+
+import pytest
+import torch
+from torch_geometric.data import Data
+
+from graphgps_ext.viz.draw import Panel, ZINC_ATOMS, draw_grid, to_molecule
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def _train(data_root, out, name, layer_type):
+    sys.path.insert(0, ROOT)
+    import main
+    rc = main.main(['--cfg', os.path.join(out, 'base.yaml'), 'run_name', name,
+                    'gt.layer_type', layer_type])
+    assert rc == 0
+    return os.path.join(out, name, '0')
+
+
+def _check(paths):
+    assert paths
+    for p in paths:
+        assert os.path.getsize(p) > 1000, p
+        with open(p, 'rb') as f:
+            head = f.read(200)
+        assert head.startswith(b'\x89PNG') if p.endswith('.png') else b'<svg' in head or b'<?xml' in head
+
+
+def test_command_draws_trained_runs(shared_data, tmp_path, capsys):
+    data = shared_data('ZINC')
+    out = str(tmp_path / 'results')
+    os.makedirs(out)
+    with open(os.path.join(out, 'base.yaml'), 'w') as f:
+        f.write(f"""out_dir: {out}
+accelerator: cpu
+dataset: {{format: PyG-ZINC, name: subset, dir: {data}, max_graphs: 36}}
+train: {{batch_size: 16, eval_period: 1}}
+model: {{type: GPSModel}}
+gt: {{layers: 1, dim_hidden: 16, n_heads: 2}}
+optim: {{max_epoch: 1}}
+posenc: {{progress: False}}
+""")
+    gea = _train(data, out, 'gea', 'GINE+None+GEANet')
+    csa = _train(data, out, 'csa', 'None+CSA+None')
+    from graphgps_ext.viz.cli import main
+    figs = str(tmp_path / 'figs')
+    rc = main(['--run', gea, '--compare', csa, '--graphs', '0,2', '--out', figs,
+               '--csa-nodes', '1', '--channels', '0,3,5'])
+    assert rc == 0
+    paths = [ln for ln in capsys.readouterr().out.splitlines()
+             if ln.endswith(('.png', '.svg'))]
+    names = {os.path.basename(p) for p in paths}
+    assert {'attention_nodes.png', 'attention_nodes.svg', 'csa_csa_0_g0.png',
+            'csa_csa_0_g2.svg', 'csa_csa_0_g0_rows.png'} <= names
+    _check(paths)
+    # errors name what to change
+    assert main(['--run', gea, '--graphs', '5000', '--out', figs]) == 2
+    assert 'out of range' in capsys.readouterr().err
+    assert main(['--run', str(tmp_path), '--graphs', '0', '--out', figs]) == 2
+    assert 'config.yaml' in capsys.readouterr().err
+
+
+def test_zinc_and_ogb_molecules():
+    # ZINC ids: C(=O)[O-] and a charged N; OGB: benzene, aromatic bonds.
+    x = torch.tensor([[0], [1], [7], [10]])
+    ei = torch.tensor([[0, 1, 0, 2, 0, 3], [1, 0, 2, 0, 3, 0]])
+    mol = to_molecule(Data(x=x, edge_index=ei, edge_attr=torch.tensor([2, 2, 1, 1, 1, 1])), 'zinc')
+    assert [a.GetSymbol() for a in mol.GetAtoms()] == ['C', 'O', 'O', 'N']
+    assert mol.GetAtomWithIdx(2).GetFormalCharge() == -1 and ZINC_ATOMS[10] == 'N H3 +'
+    assert str(mol.GetBondBetweenAtoms(0, 1).GetBondType()) == 'DOUBLE'
+    ring = torch.arange(6)
+    ei = torch.stack([torch.cat([ring, (ring + 1) % 6]), torch.cat([(ring + 1) % 6, ring])])
+    benz = Data(x=torch.full((6, 9), 0).index_fill_(1, torch.tensor([0]), 5),
+                edge_index=ei, edge_attr=torch.full((12, 3), 0).index_fill_(1, torch.tensor([0]), 3))
+    from rdkit import Chem
+    assert Chem.MolToSmiles(to_molecule(benz, 'ogb')) == 'c1ccccc1'
+
+
+def test_networkx_fallback(tmp_path):
+    g = Data(edge_index=torch.tensor([[0, 1, 1, 2, 2, 3], [1, 0, 2, 1, 3, 2]]), num_nodes=4)
+    rows = [[Panel(g, None, None, 'graph'),
+             Panel(g, None, torch.tensor([0.1, 0.2, 0.3, 0.4]), 'scores', mark=1)]]
+    _check(draw_grid(rows, str(tmp_path / 'nx')))
