@@ -568,7 +568,13 @@ def geaet_table4():
                                                    'shared_unit': 'shared' in units}})
             add(Config(f'geaet/{key}-units-{v}.yaml',
                        f'GEAET on {name} with external units: {label[v]} (GEAET Table 4)',
-                       cfg, None, 'not published', main_cfg.budget, main_cfg.budget_src,
+                       cfg, None, 'not published',
+                       max(main_cfg.budget, main_cfg.params) if v != 'node-edge-shared'
+                       else None,
+                       (f'{main_cfg.budget_src}; the Table 1 model has {main_cfg.params:,}'
+                        if v != 'node-edge-shared' else None) or
+                       'none: the Table 1 model plus the d x d shared unit per layer; the '
+                       'paper\'s claim that Table 1 already has it contradicts its count',
                        notes=[GEA_NOTE, f'the Table 1 {name} model with other GEANet units'
                               + ('; "none" = no GEANet branch' if units is None else '')],
                        rows=[Row(P, 'table4', BENCH_SEEDS, name, f'GEAET units={label[v]}',

@@ -71,6 +71,15 @@ def test_headers_state_params_and_budget_with_sources():
             assert h['params'][0] is not None and h['tolerance'][1], path
 
 
+@pytest.fixture(scope='module', autouse=True)
+def one_thread():
+    """Tiny graphs: intra-op threads only add overhead on the shared cores."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
 def _one_step(cfg, model, task):
     from graphgps_ext.train.loss import LOSSES
     from graphgps_ext.transform import precompute_encodings
@@ -87,7 +96,7 @@ def _one_step(cfg, model, task):
     grads = [p.grad for p in model.parameters() if p.grad is not None]
     assert grads and all(torch.isfinite(g).all() for g in grads)
     opt.step()
-    return float(loss)
+    return float(loss.detach())
 
 
 @pytest.mark.parametrize('path', CONFIGS, ids=[p[len('configs/'):-len('.yaml')]

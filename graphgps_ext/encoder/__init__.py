@@ -23,10 +23,10 @@ Selection rules:
 - **Edge**: with ``dataset.edge_encoder: True`` the encoder
   ``dataset.edge_encoder_name`` (``default`` = ``task.edge_encoder``) and
   ``dataset.edge_encoder_bn``; otherwise ``task.edge_encoder``. When that is
-  ``None`` (no edge features) a :class:`DummyEdge` is built if a branch of
-  ``gt.layer_type`` consumes an edge stream (a branch class attribute
-  ``uses_edge_attr = True``, or by default ``GINE``, ``GatedGCN``,
-  ``GEANet``), else the builder returns ``None``.
+  ``None`` (no edge features) a :class:`DummyEdge` is built. No edge encoder
+  at all is built unless a branch of ``gt.layer_type`` reads the edge stream
+  (its class method ``uses_edges(cfg)``: GINE, GatedGCN, GEANet with its
+  edge unit, GT's edge-feature layer).
 - **Pair**: :class:`PairEncoder` when ``gt.layer_type`` has a ``CSA`` branch
   or ``pairenc.enable``; else ``None``.
 """
@@ -64,10 +64,6 @@ EDGE_ENCODERS = {
     'LinearEdge': LinearEdge,
     'DummyEdge': DummyEdge,
 }
-
-# Branches that consume an edge stream when their class does not say
-# (``uses_edge_attr``).
-EDGE_BRANCHES = ('GINE', 'GatedGCN', 'GEANet')
 
 __all__ = ['NODE_ENCODERS', 'EDGE_ENCODERS', 'build_node_encoder',
            'build_edge_encoder', 'build_pair_encoder', 'CompositeNodeEncoder',
@@ -127,12 +123,13 @@ def build_node_encoder(cfg, task, dim: int) -> nn.Module:
 
 
 def _needs_edge_stream(cfg) -> bool:
+    """Whether a branch of ``gt.layer_type`` reads the sparse edge stream: a
+    branch class says so with a class method ``uses_edges(cfg) -> bool``
+    (absent: it does not)."""
     for part in str(cfg.gt.layer_type).split('+'):
         cls = register.layer_dict.get(part)
-        uses = getattr(cls, 'uses_edge_attr', None) if cls is not None else None
-        if uses is None:
-            uses = part in EDGE_BRANCHES
-        if uses:
+        uses = getattr(cls, 'uses_edges', None)
+        if uses is not None and uses(cfg):
             return True
     return False
 
@@ -173,7 +170,10 @@ class _EdgeWithNorm(nn.Module):
 
 
 def build_edge_encoder(cfg, task, dim: int) -> Optional[nn.Module]:
-    r"""``Module(batch) -> [E, dim]``, or ``None`` (no edge stream needed)."""
+    r"""``Module(batch) -> [E, dim]``, or ``None`` when no branch reads the
+    edge stream (CSA embeds bonds in its own pair encoder)."""
+    if not _needs_edge_stream(cfg):
+        return None
     name = edge_encoder_name(cfg, task)
     if name is None:
         return None

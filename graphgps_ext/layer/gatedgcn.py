@@ -106,6 +106,11 @@ class GatedGCN(nn.Module):
         self.reset_parameters()
 
     @classmethod
+    def uses_edges(cls, cfg) -> bool:
+        """GatedGCN gates read and update the edge stream."""
+        return True
+
+    @classmethod
     def from_cfg(cls, cfg, dim: int) -> 'GatedGCN':
         return cls(dim, act=cfg.mpnn.act, dropout=cfg.gt.dropout,
                    edge_norm=cfg.mpnn.edge_norm, edge_residual=cfg.gt.residual,

@@ -161,6 +161,11 @@ class GEANet(nn.Module):
         self.reset_parameters()
 
     @classmethod
+    def uses_edges(cls, cfg) -> bool:
+        """The edge unit (eq. 4) reads and updates the edge stream."""
+        return bool(cfg.gea.edge_unit)
+
+    @classmethod
     def from_cfg(cls, cfg, dim: int) -> 'GEANet':
         g = cfg.gea
         slots = dim // g.n_heads if g.parity_slots_eq_head_dim else g.num_slots

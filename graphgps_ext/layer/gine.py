@@ -38,6 +38,11 @@ class GINE(nn.Module):
         self.gate = EquivStableGate(dim) if equivstable_pe else None
 
     @classmethod
+    def uses_edges(cls, cfg) -> bool:
+        """GINE messages read the edge stream."""
+        return True
+
+    @classmethod
     def from_cfg(cls, cfg, dim: int) -> 'GINE':
         return cls(dim, act=cfg.mpnn.act, train_eps=cfg.mpnn.gin_train_eps,
                    equivstable_pe=cfg.mpnn.equivstable_pe,

@@ -108,6 +108,11 @@ class GT(nn.Module):
             self.norm2_e = make_norm(norm, dim)
 
     @classmethod
+    def uses_edges(cls, cfg) -> bool:
+        """The edge-feature layer reads and updates the edge stream."""
+        return bool(cfg.gtlayer.edge_features)
+
+    @classmethod
     def from_cfg(cls, cfg, dim: int) -> 'GT':
         return cls(dim, heads=cfg.gt.n_heads, full_graph=cfg.gtlayer.full_graph,
                    edge_features=cfg.gtlayer.edge_features,

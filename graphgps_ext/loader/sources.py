@@ -18,6 +18,7 @@ conventions), read through PyG / OGB classes wherever they exist.
 ==========================  ====================================  ===========================================
 """
 import os.path as osp
+import pickle
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, Optional
 
@@ -37,6 +38,7 @@ from graphgps_ext.loader.tasks import SPECS
 # validation and tests on the official 'valid' split; the subset keeps 10 %
 # of the remaining training molecules and 50k of the held-out ones.
 PCQM_HOLDOUT, PCQM_SUBSET_RATIO, PCQM_SUBSET_VAL, PCQM_SEED = 150_000, 0.1, 50_000, 42
+ZINC_FULL_TRAIN = 220_011
 
 
 @dataclass
@@ -67,6 +69,16 @@ def _three(factory: Callable[[str], Dataset]) -> Dict[str, Dataset]:
 
 
 # --------------------------------------------------------------------- PyG --
+def _check_zinc_full(num_train: int, raw: str):
+    # A ZINC-12k folder would silently give a 10k-graph "ZINC-full".
+    if num_train < ZINC_FULL_TRAIN:
+        raise ValueError(
+            f'ZINC-full needs the 220,011-molecule train.pickle of '
+            f'molecules.zip, but {raw} holds {num_train} training graphs (a '
+            "ZINC-12k-only folder). Use dataset.name 'subset', or point "
+            'dataset.dir at a folder with the full molecules.zip files.')
+
+
 def zinc(cfg) -> Source:
     from torch_geometric.datasets import ZINC
     name = cfg.dataset.name
@@ -83,7 +95,13 @@ def zinc(cfg) -> Source:
                   folder=raw, cfg=cfg,
                   how="Unzip molecules.zip and rename its folder 'molecules' "
                       f"to {raw}; put the three .index files there too.")
+    if name == 'full' and not osp.exists(osp.join(root, 'full', 'processed',
+                                                  'train.pt')):
+        with open(osp.join(raw, 'train.pickle'), 'rb') as f:
+            _check_zinc_full(len(pickle.load(f)), raw)
     parts = _three(lambda s: ZINC(root, subset=name == 'subset', split=s))
+    if name == 'full':
+        _check_zinc_full(len(parts['train']), raw)
     for ds in parts.values():
         storage.graph_y_as_rows(ds)
     return Source(parts, None, osp.join(root, name), 'ZINC')

@@ -29,7 +29,6 @@ from contextlib import contextmanager
 from typing import Dict, Optional
 
 import torch
-from torch import Tensor
 from torch_geometric.data import InMemoryDataset
 
 from graphgps_ext.transform.cache import EncodingCache, Entry, cache_key

@@ -175,3 +175,10 @@ def test_missing_data_without_network_fails_fast(tmp_path, monkeypatch):
                                 'dataset.name': 'COLLAB'})
     with pytest.raises(DatasetNotFoundError, match='no network connection'):
         load_dataset(cfg)
+
+
+def test_zinc_full_refuses_a_subset_folder(zinc_root):
+    cfg = make_cfg(zinc_root, **{'dataset.format': 'PyG-ZINC',
+                                 'dataset.name': 'full'})
+    with pytest.raises(ValueError, match='220,011'):
+        load_dataset(cfg)
