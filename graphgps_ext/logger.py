@@ -186,16 +186,14 @@ class RunLogger:
             if self.tb is not None:
                 self.tb.flush()
         parts = [f'epoch {epoch + 1}/{self.cfg.optim.max_epoch}']
-        lr = time = None
         for split, rec in records.items():
             keys = [k for k in rec if k not in ('epoch', 'lr', 'time_epoch', 'params')]
             parts.append(f'{split} ' + ' '.join(f'{k} {_fmt(rec[k])}' for k in keys))
-            if split == 'train':
-                lr, time = rec.get('lr'), rec.get('time_epoch')
+        lr = records.get('train', {}).get('lr')
         if lr is not None:
             parts.append(f'lr {lr:.3g}')
-        if time is not None:
-            parts.append(f'{time:.2f} s/epoch')
+        seconds = sum(r.get('time_epoch', 0.0) for r in records.values())
+        parts.append(f'{seconds:.2f} s/epoch')
         self.log.info(' | '.join(parts))
 
     def log_best(self, best: Dict[str, Any]):

@@ -16,7 +16,9 @@ Input conventions:
   ``auroc`` on ``[B, C]`` multi-class logits with ``true [B]`` is one-vs-rest.
 - ``mrr``, ``mrr_filtered``, ``hits@k``: ``pred [Q, 2]`` ranks of the true
   candidate per query (column 0 raw, column 1 filtered), as the link head's
-  ``metric_inputs`` returns; ``true`` is ignored. ``hits@k`` uses raw ranks
+  ``metric_inputs`` returns; ``true`` is ``None`` (plain mean over queries)
+  or per-query float weights ``[Q]`` (``1 / #queries of the graph``: the
+  weighted mean is the per-graph average of LRGB). ``hits@k`` uses raw ranks
   (LRGB PCQM-Contact convention).
 - ``f1_subtoken``: ``pred, true [B, L]`` token ids padded with negative values;
   per-graph F1 of the predicted vs reference sub-token *sets*, averaged
@@ -127,19 +129,28 @@ def _ranks(pred: Tensor, column: int) -> Tensor:
     return pred[:, column].float()
 
 
+def _query_mean(values: Tensor, weight: Tensor = None) -> float:
+    """Mean over queries, weighted when per-query float weights are given."""
+    if (isinstance(weight, Tensor) and weight.is_floating_point()
+            and weight.numel() == values.numel()):
+        weight = weight.view(-1).float()
+        return float((weight * values).sum() / weight.sum())
+    return float(values.mean())
+
+
 def mrr(pred: Tensor, true: Tensor = None) -> float:
     """Mean reciprocal rank of the true candidate (raw ranks)."""
-    return float((1.0 / _ranks(pred, 0)).mean())
+    return _query_mean(1.0 / _ranks(pred, 0), true)
 
 
 def mrr_filtered(pred: Tensor, true: Tensor = None) -> float:
     """Mean reciprocal rank with the other true candidates filtered out."""
-    return float((1.0 / _ranks(pred, 1)).mean())
+    return _query_mean(1.0 / _ranks(pred, 1), true)
 
 
 def _hits(k: int):
     def hits(pred: Tensor, true: Tensor = None) -> float:
-        return float((_ranks(pred, 0) <= k).float().mean())
+        return _query_mean((_ranks(pred, 0) <= k).float(), true)
     hits.__name__ = f'hits@{k}'
     hits.__doc__ = f'Fraction of queries whose true candidate ranks <= {k} (raw).'
     return hits

@@ -15,8 +15,9 @@ Inputs (all plain files):
   split's stats), ``done`` (``epochs`` actually run), ``{train,val,test}/
   stats.jsonl`` (per-epoch curves), ``config.yaml`` (resolved config). Only
   seeds with ``done`` count; unfinished ones are reported as running.
-  Without seed folders, ``results/<name>/agg/`` (``best.json`` per-seed list
-  or ``{split: {metric: mean, metric_std: std}}``) is used.
+  Without seed folders, ``results/<name>/agg/`` of ``python -m
+  graphgps_ext.agg`` is used (``<split>/best.json``: ``<stat>``,
+  ``<stat>_std``, ``num_seeds``; ``<split>/stats.jsonl`` per epoch).
 
 Outputs: ``results/REPORT.md`` (one Markdown table per paper table: ours
 mean ± std, completed/planned seeds, the paper's mean ± std and seeds, the
@@ -63,7 +64,8 @@ _IGNORED_KEYS = {'seed', 'out_dir', 'run_name', 'accelerator', 'train.auto_resum
                  'metric_best', 'metric_agg', 'model.loss_fun', 'gnn.dim_inner',
                  'cfg_dest', 'dataset.dir', 'wandb.use', 'wandb.mode',
                  'tensorboard.use', 'num_threads', 'num_workers', 'run_dir',
-                 'dataset.offline', 'posenc.num_workers', 'posenc.progress'}
+                 'dataset.offline', 'posenc.num_workers', 'posenc.progress',
+                 'dataset.max_graphs'}  # reported by data_caveats
 
 
 # --------------------------------------------------------------------------- inputs
@@ -190,9 +192,15 @@ class SeedResult:
 
 @dataclass
 class ConfigResults:
+    """A config's results: its seed folders, and ``agg/`` (``python -m
+    graphgps_ext.agg``: ``agg/<split>/best.json`` with ``<stat>``,
+    ``<stat>_std``, ``num_seeds``; ``agg/<split>/stats.jsonl`` per epoch),
+    which is used when the seed folders are absent (e.g. only ``agg/`` was
+    committed)."""
     name: str
     seeds: List[SeedResult]
     agg: Optional[Dict[str, Any]] = None
+    agg_stats: Dict[str, List[Dict[str, Any]]] = field(default_factory=dict)
 
     @property
     def done(self) -> List[SeedResult]:
@@ -227,13 +235,16 @@ def load_results(results_dir: str, name: str, curves: bool = True) -> Optional[C
         seeds.append(SeedResult(int(entry), done, _read_json(os.path.join(path, 'best.json')),
                                 epochs, _read_yaml(os.path.join(path, 'config.yaml')), stats,
                                 _read_json(os.path.join(path, 'data.json'))))
-    agg = None
-    agg_best = os.path.join(base, 'agg', 'best.json')
-    if os.path.exists(agg_best):
-        agg = _read_json(agg_best)
-    if not seeds and agg is None:
+    agg = {}
+    for split in SPLITS:
+        best = _read_json(os.path.join(base, 'agg', split, 'best.json'))
+        if isinstance(best, dict):
+            agg[split] = best
+    agg_stats = {s: _read_jsonl(os.path.join(base, 'agg', s, 'stats.jsonl'))
+                 for s in SPLITS} if agg and (curves or not seeds) else {}
+    if not seeds and not agg:
         return None
-    return ConfigResults(name, sorted(seeds, key=lambda s: s.seed), agg)
+    return ConfigResults(name, sorted(seeds, key=lambda s: s.seed), agg or None, agg_stats)
 
 
 # --------------------------------------------------------------------------- statistics
@@ -246,22 +257,14 @@ def seed_values(res: ConfigResults, split: str, metric: str) -> List[float]:
     return vals
 
 
-def agg_value(agg: Any, split: str, metric: str) -> Optional[Tuple[float, float, int]]:
-    """(mean, std, n) from an aggregated ``best.json`` in either of two layouts:
-    a list of per-seed best records, or ``{split: {metric, metric_std, n}}``."""
-    if isinstance(agg, list):
-        vals = [float(r[split][metric]) for r in agg
-                if isinstance(r, dict) and isinstance(r.get(split), dict)
-                and isinstance(r[split].get(metric), (int, float))]
-        if vals:
-            return float(np.mean(vals)), float(np.std(vals)), len(vals)
-        return None
-    if isinstance(agg, dict) and isinstance(agg.get(split), dict):
-        rec = agg[split]
-        if isinstance(rec.get(metric), (int, float)):
-            std = rec.get(f'{metric}_std', float('nan'))
-            n = rec.get('n', rec.get('seeds', rec.get('num_seeds', 0)))
-            return float(rec[metric]), float(std), int(n) if isinstance(n, (int, float)) else 0
+def agg_value(agg: Optional[Dict[str, Any]], split: str, metric: str
+              ) -> Optional[Tuple[float, float, int]]:
+    """(mean, std, seeds) of ``metric`` from ``agg/<split>/best.json``."""
+    rec = (agg or {}).get(split)
+    if isinstance(rec, dict) and isinstance(rec.get(metric), (int, float)):
+        std = rec.get(f'{metric}_std', float('nan'))
+        n = rec.get('num_seeds', 0)
+        return float(rec[metric]), float(std), int(n) if isinstance(n, (int, float)) else 0
     return None
 
 
@@ -381,12 +384,16 @@ def plot_curves(res: ConfigResults, out_path: str, metric: Optional[str] = None)
     matplotlib.use('Agg')
     import matplotlib.pyplot as plt
 
-    # Completed seeds only, unless none has finished yet (then: the running ones).
+    # Completed seeds only, unless none has finished yet (then: the running ones);
+    # without seed folders, agg/<split>/stats.jsonl (mean and std per epoch).
     seeds = [s for s in res.seeds if any(s.stats.get(sp) for sp in SPLITS)]
     finished = [s for s in seeds if s.done]
     seeds = finished or seeds
-    if not seeds:
+    from_agg = not seeds and any(res.agg_stats.get(sp) for sp in SPLITS)
+    if not seeds and not from_agg:
         return False
+    if from_agg and metric is None:
+        metric = next(iter((res.agg or {}).values()), {}).get('metric')
     if metric is None:
         for s in seeds:
             metric = s.best.get('metric') if isinstance(s.best, dict) else None
@@ -399,17 +406,26 @@ def plot_curves(res: ConfigResults, out_path: str, metric: Optional[str] = None)
     drawn = False
     for ax, key in zip(axes[0], keys):
         for split in SPLITS:
-            per_epoch: Dict[int, List[float]] = {}
-            for s in seeds:
-                for rec in s.stats.get(split, []):
-                    v = rec.get(key)
-                    if isinstance(v, (int, float)) and not math.isnan(v):
-                        per_epoch.setdefault(int(rec['epoch']), []).append(float(v))
-            if not per_epoch:
-                continue
-            ep = np.array(sorted(per_epoch))
-            mean = np.array([np.mean(per_epoch[e]) for e in ep])
-            std = np.array([np.std(per_epoch[e]) for e in ep])
+            if from_agg:
+                recs = [r for r in res.agg_stats.get(split, [])
+                        if isinstance(r.get(key), (int, float))]
+                if not recs:
+                    continue
+                ep = np.array([int(r['epoch']) for r in recs])
+                mean = np.array([float(r[key]) for r in recs])
+                std = np.array([float(r.get(f'{key}_std', 0.0)) for r in recs])
+            else:
+                per_epoch: Dict[int, List[float]] = {}
+                for s in seeds:
+                    for rec in s.stats.get(split, []):
+                        v = rec.get(key)
+                        if isinstance(v, (int, float)) and not math.isnan(v):
+                            per_epoch.setdefault(int(rec['epoch']), []).append(float(v))
+                if not per_epoch:
+                    continue
+                ep = np.array(sorted(per_epoch))
+                mean = np.array([np.mean(per_epoch[e]) for e in ep])
+                std = np.array([np.std(per_epoch[e]) for e in ep])
             x = ep + 1
             ax.plot(x, mean, color=colors[split], label=split)
             ax.fill_between(x, mean - std, mean + std, color=colors[split], alpha=0.2,
@@ -420,9 +436,13 @@ def plot_curves(res: ConfigResults, out_path: str, metric: Optional[str] = None)
         ax.set_ylabel(key)
         ax.grid(alpha=0.3)
         ax.legend()
-    n = len(seeds)
-    fig.suptitle(f'{res.name}: mean ± std over {n} {"completed" if finished else "running"} '
-                 f'seed{"s" if n != 1 else ""}')
+    if from_agg:
+        n = int(next(iter(res.agg.values())).get('num_seeds', 0)) if res.agg else 0
+        state = 'aggregated'
+    else:
+        n = len(seeds)
+        state = 'completed' if finished else 'running'
+    fig.suptitle(f'{res.name}: mean ± std over {n} {state} seed{"s" if n != 1 else ""}')
     fig.tight_layout()
     if drawn:
         os.makedirs(os.path.dirname(out_path), exist_ok=True)
@@ -455,6 +475,8 @@ class Row:
 
 def _epochs_text(res: ConfigResults, shipped: Dict[str, Any]) -> str:
     eps = sorted({s.epochs for s in res.done if s.epochs is not None})
+    if not eps and not res.seeds and res.agg_stats.get('train'):
+        eps = [max(int(r['epoch']) for r in res.agg_stats['train']) + 1]
     if not eps:
         return '—'
     ran = str(eps[0]) if len(eps) == 1 else f'{eps[0]}–{eps[-1]}'
@@ -482,9 +504,9 @@ def build_rows(tables: List[Dict[str, str]], numbers: Dict[Tuple[str, ...], Dict
         stats = None
         if res is not None:
             if metric is None:
-                for s in res.done:
-                    metric = s.best.get('metric')
-                    break
+                metric = next((s.best.get('metric') for s in res.done), None)
+            if metric is None and res.agg:
+                metric = next(iter(res.agg.values())).get('metric')
             if metric:
                 stats = ours_stats(res, t['split'], metric)
         if stats is None and not include_missing:

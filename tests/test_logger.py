@@ -3,8 +3,6 @@ import glob
 import json
 import os
 
-import pytest
-
 from graphgps_ext.logger import has_wandb_key, read_jsonl, truncate_stats
 
 

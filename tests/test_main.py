@@ -25,9 +25,11 @@ SMALL = ['dataset.tree_depth', '2', 'dataset.max_graphs', '0',
 
 
 def env(home):
-    e = dict(os.environ, PYTHONUNBUFFERED='1', WANDB_MODE='offline',
-             HOME=str(home), PYTHONPATH=ROOT)
-    e.pop('WANDB_API_KEY', None)
+    # No W&B variables from this process (an in-process wandb run of another
+    # test exports e.g. its service address): a clean, key-less environment.
+    e = {k: v for k, v in os.environ.items() if not k.startswith('WANDB_')}
+    e.update(PYTHONUNBUFFERED='1', WANDB_MODE='offline', HOME=str(home),
+             PYTHONPATH=ROOT)
     return e
 
 

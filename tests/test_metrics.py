@@ -85,6 +85,10 @@ def test_rank_metrics():
     assert METRICS['hits@1'](ranks, None) == 0.25
     assert METRICS['hits@3'](ranks, None) == 0.5
     assert METRICS['hits@10'](ranks, None) == 0.75
+    # per-graph average: graph A holds queries 0-2, graph B query 3
+    weight = torch.tensor([1 / 3, 1 / 3, 1 / 3, 1.0])
+    assert METRICS['mrr'](ranks, weight) == pytest.approx(((1 + 0.5 + 0.25) / 3 + 0.05) / 2)
+    assert METRICS['hits@3'](ranks, weight) == pytest.approx((2 / 3 + 0) / 2)
     with pytest.raises(ValueError, match=r'\[Q, 2\]'):
         METRICS['mrr'](torch.ones(3), None)
 

@@ -211,14 +211,25 @@ def test_report_all_lists_missing_runs(synthetic):
     assert 'geaet' not in text.split('## ')[-1]
 
 
-def test_report_from_aggregate_only(tmp_path):
-    agg = tmp_path / 'results' / 'geaet-zinc-gin-geanet' / 'agg'
-    agg.mkdir(parents=True)
-    (agg / 'best.json').write_text(json.dumps({'test': {'mae': 0.2, 'mae_std': 0.01, 'n': 4}}))
-    res = report.load_results(str(tmp_path / 'results'), 'geaet-zinc-gin-geanet')
-    assert report.ours_stats(res, 'test', 'mae') == (0.2, 0.01, 4)
-    per_seed = [{'test': {'mae': 0.1}}, {'test': {'mae': 0.3}}]
-    assert report.agg_value(per_seed, 'test', 'mae') == pytest.approx((0.2, 0.1, 2))
+def test_report_from_aggregate_only(synthetic):
+    """With only agg/ (python -m graphgps_ext.agg) kept, the report and the
+    curves come from it."""
+    import shutil
+    from graphgps_ext import agg
+    root = synthetic / 'results' / 'geaet-zinc-gin-geanet'
+    agg.aggregate(str(root))
+    for seed in ('0', '1', '2', '3'):
+        shutil.rmtree(root / seed)
+    res = report.load_results(str(synthetic / 'results'), 'geaet-zinc-gin-geanet')
+    mean, std, n = report.ours_stats(res, 'test', 'mae')
+    assert (mean, n) == (pytest.approx(0.22), 3) and std == pytest.approx(0.0163, abs=1e-4)
+    text = report.make_report(str(synthetic / 'results'),
+                              str(synthetic / 'run' / 'tables.tsv'), NUMBERS,
+                              repo_root=str(synthetic), papers=['geaet'])
+    row = next(ln for ln in text.splitlines() if 'geaet-zinc-gin-geanet' in ln)
+    cells = [c.strip() for c in row.split('|')[1:-1]]
+    assert cells[4] == '0.220 ± 0.016' and cells[5] == '3/4' and cells[9] == '5 / 1000'
+    assert (root / 'agg' / 'curves.png').read_bytes()[:4] == b'\x89PNG'
 
 
 def test_report_errors(synthetic, tmp_path):

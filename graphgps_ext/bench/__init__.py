@@ -145,6 +145,7 @@ def run_suites(args, log=print) -> Dict[str, object]:
             from graphgps_ext.bench import encodings
             res = encodings.run(device, graphs=args.encoding_graphs,
                                 seed=args.seed, log=log)
+            res['markdown'] = encodings.tables(res)
         payload['suites'][suite] = res
     payload['meta']['load_average_1min_end'] = common.load_average()
     return payload

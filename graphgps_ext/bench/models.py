@@ -10,7 +10,8 @@ types through ``TypeDictEdge``, attention dropout 0.5, batch 32, AdamW
 three-layer halving head with sum pooling (GraphGPS ``san_graph``).
 
 The data are synthetic ZINC-size graphs (:mod:`graphgps_ext.bench.data`:
-23 nodes, 50 directed edges, 28 atom and 4 bond types) with RWSE-20
+16-30 nodes, mean 23, and 50 directed edges on average, 28 atom and 4 bond
+types) with RWSE-20
 precomputed once by the package's encoding precompute
 (:func:`graphgps_ext.transform.precompute_encodings`). A *train pass* is
 what a training epoch does: iterate a shuffled PyG ``DataLoader`` over the
@@ -34,6 +35,7 @@ import torch
 from torch import nn
 
 from graphgps_ext.bench import common
+from graphgps_ext.config.speed import clip_grad_norm_
 from graphgps_ext.bench.data import (EDGE_TYPES, FAMILIES, NODE_TYPES,
                                      add_rwse, make_graphs)
 
@@ -189,9 +191,8 @@ class Runner:
                  opts: Sequence = ()):
         from torch_geometric.loader import DataLoader
 
-        from graphgps_ext.config.speed import compile_model
+        from graphgps_ext.config.speed import build_optimizer, compile_model
         from graphgps_ext.train.loss import LOSSES
-        from graphgps_ext.train.optim import build_optimizer
 
         self.row, self.device = row, device
         extra = ['train.compile', use_compile,
@@ -221,7 +222,7 @@ class Runner:
         self.optimizer.zero_grad(set_to_none=True)
         loss.backward()
         if self.clip is not None:
-            nn.utils.clip_grad_norm_(self.model.parameters(), self.clip)
+            clip_grad_norm_(self.model.parameters(), self.clip, self.cfg)
         self.optimizer.step()
         return float(loss.detach())
 

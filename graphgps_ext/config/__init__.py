@@ -47,7 +47,7 @@ def closest(word: str, candidates: Sequence[str], n: int = 3) -> List[str]:
 
 
 def _check_keys(cfg: CfgNode, other: CfgNode, source: str, prefix: str = ''):
-    keys = _all_keys(cfg)
+    keys = _all_keys(cfg, prefix)
     for k, v in other.items():
         full = f'{prefix}{k}'
         if k not in cfg:

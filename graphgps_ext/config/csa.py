@@ -23,6 +23,9 @@ def csa_cfg(cfg):
     # Output projection W_O (with bias) after the attention, as the authors'
     # `linear_attn`; counted in the paper's parameter budgets (Table 6).
     cfg.csa.out_proj = True
+    # The value-edge term E^val of eq. 7 (False: the "no edge value" rows of
+    # CSA Table 5; W_EV is then not built).
+    cfg.csa.edge_value = True
     # Parity: biases on the shared edge maps W_EA, W_EV as in the authors'
     # SharedEdgeEncoder (the E^att bias cancels in the softmax).
     cfg.csa.parity_edge_bias = False

@@ -5,6 +5,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from graphgps_ext.layer.attention import dropout_keep, keep_scale
 from graphgps_ext.layer.context import DenseLayout, GraphContext
 
 DROPOUT_MODES = ('connection', 'node', 'channel')
@@ -65,6 +66,9 @@ class CSA(nn.Module):
         attn_dropout_mode: ``'connection'``, ``'node'`` or ``'channel'``.
         out_proj: apply :math:`W_O` (``nn.Linear`` with bias; the authors'
             ``linear_attn``, part of the paper's parameter budgets).
+        edge_value: keep the value-edge term :math:`E^{\mathrm{val}}`
+            (``False``: :math:`\sum_j \tilde{\mathbf a}(i,j) \odot V_j`, the
+            "no edge value" rows of CSA Table 5).
         edge_bias: biases on :math:`W_{EA}, W_{EV}` (parity with the authors'
             shared edge encoder; the :math:`E^{\mathrm{att}}` bias cancels in
             the softmax and gets no gradient).
@@ -78,7 +82,7 @@ class CSA(nn.Module):
                  mono: bool = False, share_edge_params: bool = False,
                  attn_dropout: float = 0.0,
                  attn_dropout_mode: str = 'connection', out_proj: bool = True,
-                 edge_bias: bool = False):
+                 edge_bias: bool = False, edge_value: bool = True):
         super().__init__()
         if dim % heads != 0:
             raise ValueError(f'CSA: dim {dim} is not divisible by the number of '
@@ -99,7 +103,8 @@ class CSA(nn.Module):
         self.lin_v = nn.Linear(dim, dim, bias=False)
         self.lin_edge_att = nn.Linear(self.pair_dim, heads if mono else dim,
                                       bias=edge_bias)
-        self.lin_edge_val = nn.Linear(self.pair_dim, dim, bias=edge_bias)
+        self.lin_edge_val = (nn.Linear(self.pair_dim, dim, bias=edge_bias)
+                             if edge_value else None)
         self.lin_out = nn.Linear(dim, dim) if out_proj else None
 
     @classmethod
@@ -109,7 +114,8 @@ class CSA(nn.Module):
                    share_edge_params=share, attn_dropout=cfg.gt.attn_dropout,
                    attn_dropout_mode=cfg.csa.attn_dropout_mode,
                    out_proj=cfg.csa.out_proj,
-                   edge_bias=bool(cfg.csa.parity_edge_bias and share))
+                   edge_bias=bool(cfg.csa.parity_edge_bias and share),
+                   edge_value=cfg.csa.edge_value)
 
     def reset_parameters(self):
         for lin in (self.lin_q, self.lin_k, self.lin_v, self.lin_edge_att,
@@ -122,17 +128,20 @@ class CSA(nn.Module):
         ``share_edge_params``)."""
         if not self.share_edge_params:
             return
-        if not isinstance(first, CSA) or first.lin_edge_att.weight.shape != \
-                self.lin_edge_att.weight.shape or first.lin_edge_val.weight.shape \
-                != self.lin_edge_val.weight.shape:
+        def shapes(m):
+            return [None if lin is None else lin.weight.shape
+                    for lin in (m.lin_edge_att, m.lin_edge_val)]
+        if not isinstance(first, CSA) or shapes(first) != shapes(self):
             raise ValueError('CSA.tie_to: the first layer must be a CSA branch '
-                             'with the same dim, pair_dim and mono setting')
+                             'with the same dim, pair_dim, mono and edge_value '
+                             'settings')
         self.lin_edge_att = first.lin_edge_att
         self.lin_edge_val = first.lin_edge_val
 
     def edge_terms(self, ctx: GraphContext) -> Tuple[Tensor, Tensor]:
         r""":math:`E^{\mathrm{att}}` ``[B, n, n, H, C]`` (``C`` = :math:`d_h`, or 1
-        for mono) and :math:`E^{\mathrm{val}}` ``[B, n, n, H, d_h]``."""
+        for mono) and :math:`E^{\mathrm{val}}` ``[B, n, n, H, d_h]`` (``None``
+        without the value-edge term)."""
         pair = ctx.pair
         if pair is None:
             raise ValueError(
@@ -147,24 +156,41 @@ class CSA(nn.Module):
                 'pair width)')
 
         def compute():
-            return self.lin_edge_att(pair), self.lin_edge_val(pair)
+            e_val = None if self.lin_edge_val is None else self.lin_edge_val(pair)
+            return self.lin_edge_att(pair), e_val
 
         if self.share_edge_params:
-            key = f'csa/edge/{id(self.lin_edge_att)}/{id(self.lin_edge_val)}'
+            key = f'csa/edge/{id(self.lin_edge_att)}'
             e_att, e_val = ctx.cached(key, compute)
         else:
             e_att, e_val = compute()
         c = 1 if self.mono else self.head_dim
-        return (e_att.view(B, n, n, self.heads, c),
-                e_val.view(B, n, n, self.heads, self.head_dim))
+        if e_val is not None:
+            e_val = e_val.view(B, n, n, self.heads, self.head_dim)
+        return e_att.view(B, n, n, self.heads, c), e_val
 
     def attention(self, x: Tensor, e_att: Tensor, layout: DenseLayout) -> Tensor:
         r"""Normalised (and, in training, dropped-out) filters
         :math:`\tilde{\mathbf a}` ``[B, n, n, H, C]`` (query ``i``, key ``j``)."""
-        B, n, H, dh = layout.num_graphs, layout.n_max, self.heads, self.head_dim
-        q = layout.to_dense(self.lin_q(x)).view(B, n, H, dh)
-        k = layout.to_dense(self.lin_k(x)).view(B, n, H, dh)
-        score = torch.einsum('bihc,bjhc->bijh', q, k) * dh**-0.5  # [B, n, n, H]
+        q, k = self._dense_proj(x, layout, (self.lin_q, self.lin_k))
+        attn, scale = self._filters(q, k, e_att, layout)
+        return attn if scale == 1.0 else attn * scale
+
+    def _dense_proj(self, x: Tensor, layout: DenseLayout, lins) -> Tuple[Tensor, ...]:
+        """The projections ``lins`` of ``x`` in one matmul and one dense
+        scatter: a ``[B, n, H, d_h]`` tensor per projection."""
+        B, n = layout.num_graphs, layout.n_max
+        weight = torch.cat([lin.weight for lin in lins]) if len(lins) > 1 \
+            else lins[0].weight
+        h = layout.to_dense(F.linear(x, weight))
+        return h.view(B, n, len(lins), self.heads, self.head_dim).unbind(2)
+
+    def _filters(self, q: Tensor, k: Tensor, e_att: Tensor,
+                 layout: DenseLayout) -> Tuple[Tensor, float]:
+        """Filters ``[B, n, n, H, C]`` after dropout, and the inverted-dropout
+        scale still to apply (1 unless the channel mode defers it to the
+        smaller output tensor)."""
+        score = torch.einsum('bihc,bjhc->bijh', q, k) * self.head_dim**-0.5
         # Padding keys get a huge negative finite score (before the edge bias
         # is broadcast over the channels): exactly zero weight, and no NaN
         # even for a query row without any real key.
@@ -173,34 +199,42 @@ class CSA(nn.Module):
         attn = torch.softmax(score.unsqueeze(-1) + e_att, dim=2)  # [B, n, n, H, C]
         return self._dropout(attn)
 
-    def _dropout(self, attn: Tensor) -> Tensor:
+    def _dropout(self, attn: Tensor) -> Tuple[Tensor, float]:
         p = self.attn_dropout
         if not self.training or p == 0.0:
-            return attn
+            return attn, 1.0
         B, n, _, H, C = attn.shape
         if self.attn_dropout_mode == 'channel':
             if C != self.head_dim:  # mono: a filter entry per channel
                 attn = attn.expand(B, n, n, H, self.head_dim)
-            return F.dropout(attn, p, training=True)
+            keep = dropout_keep(attn.shape, p, attn.device).to(attn.dtype)
+            return attn * keep, keep_scale(p)
         shape = (B, n, n, 1, 1) if self.attn_dropout_mode == 'connection' \
             else (B, 1, n, 1, 1)
-        keep = attn.new_empty(shape).bernoulli_(1.0 - p)
-        return attn * keep.mul_(0.0 if p >= 1.0 else 1.0 / (1.0 - p))
+        # The mask is small here: the scale goes into it.
+        keep = dropout_keep(shape, p, attn.device).to(attn.dtype)
+        return attn * keep.mul_(keep_scale(p)), 1.0
 
     def forward(self, x: Tensor, edge_attr: Optional[Tensor],
                 ctx: GraphContext) -> Tuple[Tensor, None]:
         layout = ctx.layout
         B, n, H, dh = layout.num_graphs, layout.n_max, self.heads, self.head_dim
         e_att, e_val = self.edge_terms(ctx)
-        attn = self.attention(x, e_att, layout)
-        ctx.log('csa', attn)
-        v = layout.to_dense(self.lin_v(x)).view(B, n, H, dh)
+        q, k, v = self._dense_proj(x, layout, (self.lin_q, self.lin_k, self.lin_v))
+        attn, scale = self._filters(q, k, e_att, layout)
+        if ctx.record is not None:
+            ctx.log('csa', attn if scale == 1.0 else attn * scale)
         if attn.size(-1) == 1:  # mono filters: one weight per head
             a = attn.squeeze(-1)
-            out = (torch.einsum('bijh,bjhc->bihc', a, v)
-                   + torch.einsum('bijh,bijhc->bihc', a, e_val))
+            out = torch.einsum('bijh,bjhc->bihc', a, v)
+            if e_val is not None:
+                out = out + torch.einsum('bijh,bijhc->bihc', a, e_val)
+        elif e_val is None:
+            out = torch.einsum('bijhc,bjhc->bihc', attn, v)
         else:
             out = (attn * (v.unsqueeze(1) + e_val)).sum(dim=2)
+        if scale != 1.0:
+            out = out * scale
         out = layout.to_sparse(out.reshape(B, n, self.dim))
         if self.lin_out is not None:
             out = self.lin_out(out)

@@ -60,16 +60,18 @@ class GINE(nn.Module):
                 'GINE needs edge features but the batch has none: enable an '
                 'edge encoder (e.g. DummyEdge for datasets without edge '
                 "features) or use 'GIN' as the local branch")
-        if self.gate is None:
-            out = self.conv(x, ctx.edge_index, edge_attr)
-        else:
-            out = self._gated(x, edge_attr, ctx)
+        out = self._conv(x, edge_attr, ctx)
         return (self.out_act(out) if self.out_act is not None else out), None
 
-    def _gated(self, x: Tensor, edge_attr: Tensor, ctx: GraphContext) -> Tensor:
-        # GraphGPS's GINEConvESLapPE: the same operator with gated messages.
+    def _conv(self, x: Tensor, edge_attr: Tensor, ctx: GraphContext) -> Tensor:
+        # GINEConv's operator written out (the same maths as
+        # ``self.conv(x, edge_index, edge_attr)`` without MessagePassing's
+        # per-call Python machinery); with the gate it is GraphGPS's
+        # GINEConvESLapPE.
         src, dst = ctx.edge_index
-        gate = self.gate(equivstable_positions(ctx, 'GINE'), ctx.edge_index)
-        msg = (x[src] + edge_attr).relu() * gate
+        msg = (x.index_select(0, src) + edge_attr).relu()
+        if self.gate is not None:
+            msg = msg * self.gate(equivstable_positions(ctx, 'GINE'),
+                                  ctx.edge_index)
         agg = scatter(msg, dst, 0, dim_size=x.size(0), reduce='sum')
         return self.conv.nn(agg + (1 + self.conv.eps) * x)

@@ -3,11 +3,11 @@ import math
 from typing import Optional, Tuple
 
 import torch
-import torch.nn.functional as F
 from torch import Tensor, nn
 from torch_geometric.nn.resolver import activation_resolver
 from torch_geometric.utils import add_remaining_self_loops, scatter
 
+from graphgps_ext.layer.attention import dense_attention
 from graphgps_ext.layer.context import GraphContext
 
 FUSIONS = ('adaptive', 'sum', 'mean', 'concat')
@@ -67,7 +67,8 @@ class MNA(nn.Module):
     \hat A X` and eq. 12. :math:`\hat A` (sparse edge weights) is computed once
     per batch (``ctx.cached``); :math:`\hat A^k X` uses sparse scatters; the
     :math:`(c+1) m` attention heads of all kernels run in one masked
-    ``scaled_dot_product_attention`` call on the dense ``[B, n_max]`` layout.
+    attention call on the dense ``[B, n_max]`` layout
+    (:func:`graphgps_ext.layer.attention.dense_attention`).
 
     All projections are bias-free matrices, as written in eq. 8-10 (the paper
     has no public code); :math:`\sigma` is not named by the paper
@@ -177,10 +178,9 @@ class MNA(nn.Module):
             t = t.view(K, N, m, dh).permute(1, 0, 2, 3).reshape(N, K * m, dh)
             return layout.to_dense(t).transpose(1, 2)
 
-        attn_mask = layout.mask[:, None, None, :]  # keys of the same graph
-        z = F.scaled_dot_product_attention(
-            dense(q), dense(k), dense(v), attn_mask=attn_mask,
-            dropout_p=self.attn_dropout if self.training else 0.0)
+        # Keys of the same graph; the key mask is cached per batch.
+        z = dense_attention(dense(q), dense(k), dense(v), ctx,
+                            self.attn_dropout, self.training)
         z = layout.to_sparse(z.transpose(1, 2)).reshape(N, K, m * dh)
         return torch.einsum('nki,kid->nkd', z, self.weight_o)
 

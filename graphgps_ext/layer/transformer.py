@@ -6,6 +6,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from graphgps_ext.layer.attention import dense_attention, key_mask
 from graphgps_ext.layer.context import GraphContext
 
 
@@ -20,11 +21,13 @@ class Transformer(nn.Module):
             (Q^{(h)} K^{(h)\top} / \sqrt{d_h})\big) V^{(h)}\Big) W_O + b_O
 
     where the softmax runs over the nodes of the query's own graph. Computed
-    with :func:`torch.nn.functional.scaled_dot_product_attention` on the
-    dense padded layout ``[B, H, n_max, d_h]`` (``ctx.layout``) with a key
-    padding mask, so memory is :math:`O(B\, n_{max}^2 H)`; padded query rows
-    attend to the real nodes of their graph (finite, then discarded). The
-    parameters match :class:`torch.nn.MultiheadAttention`.
+    by :func:`graphgps_ext.layer.attention.dense_attention` on the dense
+    padded layout ``[B, H, n_max, d_h]`` (``ctx.layout``) with a key padding
+    mask cached per batch: :func:`torch.nn.functional.scaled_dot_product_attention`
+    without dropout, explicit scores with a fast dropout mask in training
+    with ``attn_dropout > 0``. Memory is :math:`O(B\, n_{max}^2 H)`; padded
+    query rows attend to the real nodes of their graph (finite, then
+    discarded). The parameters match :class:`torch.nn.MultiheadAttention`.
 
     When ``ctx.record`` is set, the attention is computed explicitly and the
     map ``[B, H, n_max, n_max]`` (zero at padded rows and columns) is offered
@@ -62,15 +65,12 @@ class Transformer(nn.Module):
         B, n, H, dh = layout.num_graphs, layout.n_max, self.n_heads, self.head_dim
         qkv = layout.to_dense(self.qkv(x))  # [B, n, 3d]
         q, k, v = qkv.view(B, n, 3, H, dh).permute(2, 0, 3, 1, 4)  # [B, H, n, dh]
-        keep = layout.mask
-        # A graph without nodes would have no key to attend to (NaN rows).
-        keep = keep | ~keep.any(dim=-1, keepdim=True)
-        keep = keep[:, None, None, :]  # [B, 1, 1, n]
         p = self.attn_dropout if self.training else 0.0
         if ctx.record is None:
-            h = F.scaled_dot_product_attention(q, k, v, attn_mask=keep,
-                                               dropout_p=p)
+            h = dense_attention(q, k, v, ctx, p, self.training)
         else:
+            # A graph without nodes has every key kept (no NaN rows).
+            keep = key_mask(ctx)  # [B, 1, 1, n]
             scores = (q @ k.transpose(-1, -2)) / math.sqrt(dh)
             attn = scores.masked_fill(~keep, float('-inf')).softmax(dim=-1)
             ctx.log('transformer',

@@ -207,7 +207,7 @@ class Trainer:
                     pred, true = self.metric_inputs(pred, true, batch)
                 preds.append(pred.cpu())
                 trues.append(true.cpu() if true is not None
-                             else torch.zeros(pred.size(0)))
+                             else torch.zeros(pred.size(0), dtype=torch.long))
         record = {'epoch': epoch, 'loss': total / max(count, 1)}
         record.update(compute_metrics(self.metrics, concat(preds), concat(trues)))
         record['lr'] = lr

@@ -27,10 +27,15 @@ def test_defaults_and_choices():
 
 
 def test_reused_graphgym_keys_exist():
-    from torch_geometric.graphgym.config import cfg as gg_cfg
-    assert 'graph_pooling' in gg_cfg.model
-    assert 'layers_post_mp' in gg_cfg.gnn
-    assert 'head' not in gg_cfg  # no clash with a GraphGym group
+    from torch_geometric.graphgym.config import set_cfg
+    from graphgps_ext.register import register_all
+    register_all()
+    full = CN()
+    set_cfg(full)
+    assert 'graph_pooling' in full.model
+    assert 'layers_post_mp' in full.gnn
+    # the `head` group is exactly ours: no GraphGym key of that name clashes
+    assert full.head == _cfg().head
 
 
 def test_contract_head_names():

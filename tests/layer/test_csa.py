@@ -47,7 +47,9 @@ def reference(layer, x, pair):
     """Eq. 5-7 for one graph, channel by channel, with the layer's weights."""
     n, dh = x.size(0), layer.head_dim
     q, k, v = layer.lin_q(x), layer.lin_k(x), layer.lin_v(x)
-    e_att, e_val = layer.lin_edge_att(pair), layer.lin_edge_val(pair)
+    e_att = layer.lin_edge_att(pair)
+    e_val = (layer.lin_edge_val(pair) if layer.lin_edge_val is not None
+             else torch.zeros(n, n, DIM, dtype=F64))
     out = torch.zeros(n, DIM, dtype=F64)
     for c in range(DIM):
         h = c // dh
@@ -63,10 +65,13 @@ GRAPHS = [make_graph(5, 0), make_graph(1, 1), make_graph(4, 2, isolated=True)]
 
 
 @pytest.mark.parametrize('mono', [False, True])
-@pytest.mark.parametrize('out_proj', [True, False])
-def test_matches_dense_reference(mono, out_proj):
+@pytest.mark.parametrize('out_proj,edge_value', [(True, True), (False, True),
+                                                 (True, False)])
+def test_matches_dense_reference(mono, out_proj, edge_value):
     torch.manual_seed(0)
-    layer = CSA(DIM, HEADS, mono=mono, out_proj=out_proj).double().eval()
+    layer = CSA(DIM, HEADS, mono=mono, out_proj=out_proj,
+                edge_value=edge_value).double().eval()
+    assert (layer.lin_edge_val is None) == (not edge_value)
     x, ctx = collate(GRAPHS)
     out, e = layer(x, None, ctx)
     assert e is None and out.shape == (x.size(0), DIM)

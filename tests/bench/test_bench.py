@@ -1,0 +1,187 @@
+"""Smoke tests of the benchmark harness (``python -m graphgps_ext.bench``).
+
+Tiny settings only: the suites must run end to end and write valid JSON;
+no timing is asserted. Plus the exact parts of the harness: the synthetic
+graph families, the RWSE fallback, the slope fit, the memory measurement,
+and the speed switches (``train.amp``; ``train.compile`` is documented but
+not compiled here: inductor needs minutes on 2 cores).
+"""
+import json
+import math
+
+import pytest
+import torch
+from torch_geometric.utils import coalesce, contains_self_loops, is_undirected
+
+from graphgps_ext.bench import common, main
+from graphgps_ext.bench.data import (FAMILIES, make_graphs, random_walk_pe,
+                                     scaling_family)
+from graphgps_ext.bench.scaling import fit_slope
+
+QUIET = ['--threads', '0', '--mem-limit-gib', '0']
+
+
+def _load(path):
+    with open(path) as f:
+        return json.load(f)
+
+
+def test_zinc_family_has_the_anchor_shapes():
+    graphs = make_graphs(FAMILIES['zinc'], 400, seed=3)
+    sizes = torch.tensor([g.num_nodes for g in graphs], dtype=torch.float)
+    edges = torch.tensor([g.edge_index.size(1) for g in graphs],
+                         dtype=torch.float)
+    assert int(sizes.min()) == 16 and int(sizes.max()) == 30
+    assert abs(float(sizes.mean()) - 23) < 0.5
+    assert abs(float(edges.mean()) - 50) < 1.0
+    for g in graphs[:50]:
+        n, m = g.num_nodes, g.edge_index.size(1)
+        assert m == 2 * (n + 2)
+        assert is_undirected(g.edge_index)
+        assert not contains_self_loops(g.edge_index)
+        assert coalesce(g.edge_index).size(1) == m  # no multi-edges
+        assert g.x.shape == (n, 1) and g.x.dtype == torch.long
+        assert g.edge_attr.shape == (m, ) and int(g.edge_attr.max()) < 4
+        # Both directions of an edge carry the same bond type.
+        ei = g.edge_index
+        fwd = dict(zip(map(tuple, ei.t().tolist()), g.edge_attr.tolist()))
+        assert all(fwd[(j, i)] == t for (i, j), t in fwd.items())
+
+
+def test_families_are_deterministic_and_sized():
+    a = make_graphs(FAMILIES['peptides'], 8, seed=1)
+    b = make_graphs(FAMILIES['peptides'], 8, seed=1)
+    c = make_graphs(FAMILIES['peptides'], 8, seed=2)
+    assert all(torch.equal(x.edge_index, y.edge_index) for x, y in zip(a, b))
+    assert any(x.num_nodes != y.num_nodes or
+               not torch.equal(x.edge_index, y.edge_index)
+               for x, y in zip(a, c))
+    assert all(120 <= g.num_nodes <= 180 for g in a)
+    knn = make_graphs(FAMILIES['superpixel'], 2, seed=0)
+    for g in knn:
+        assert 450 <= g.num_nodes <= 510
+        indeg = torch.bincount(g.edge_index[1], minlength=g.num_nodes)
+        assert bool((indeg == 8).all())
+        assert not contains_self_loops(g.edge_index)
+    g = make_graphs(scaling_family(40, 4), 1, seed=0)[0]
+    assert g.num_nodes == 40 and g.edge_index.size(1) == 2 * (39 + 3)
+
+
+def test_random_walk_pe_matches_pyg():
+    from torch_geometric.transforms import AddRandomWalkPE
+    graphs = make_graphs(FAMILIES['zinc'], 3, seed=0)
+    graphs += make_graphs(scaling_family(9, 1), 1, seed=1)
+    ours = random_walk_pe(graphs, 20)
+    for g, pe in zip(graphs, ours):
+        ref = AddRandomWalkPE(20, 'pe')(g.clone()).pe
+        assert torch.allclose(pe, ref, atol=1e-6)
+
+
+def test_fit_slope_recovers_power_laws():
+    sizes = [25, 50, 100, 200, 400]
+    assert fit_slope(sizes, [3.0] * 5) == pytest.approx(0.0, abs=1e-12)
+    assert fit_slope(sizes, [0.01 * n for n in sizes]) == pytest.approx(1.0)
+    assert fit_slope(sizes, [n ** 1.5 for n in sizes]) == pytest.approx(1.5)
+    assert math.isnan(fit_slope([25], [1.0]))
+
+
+def test_peak_step_memory_sees_live_tensors():
+    n = 1 << 20  # 4 MiB of float32
+
+    def step():
+        a = torch.ones(n)
+        b = a * 2  # a and b alive together: >= 8 MiB
+        return float(b.sum())
+
+    peak = common.peak_step_memory(step, torch.device('cpu'))
+    assert 7.9 <= peak < 64
+
+
+def test_markdown_table():
+    text = common.markdown_table(['a', 'b'], [['x', 1234.5], ['y', None]])
+    assert text.splitlines()[0] == '| a | b |'
+    assert '| x | 1,234.5 |' in text and '| y | – |' in text
+
+
+def test_paper_zinc_smoke(tmp_path):
+    out = tmp_path / 'bench.json'
+    assert main(['--suite', 'paper-zinc', '--graphs', '64', '--rows',
+                 'gps-gine', 'csa', '--opts', 'gt.layers', '2',
+                 '--out', str(out)] + QUIET) == 0
+    payload = _load(out)
+    rows = payload['suites']['paper-zinc']['rows']
+    assert [r['key'] for r in rows] == ['gps-gine', 'csa']
+    for r in rows:
+        assert r['params'] > 0
+        assert r['train_graphs_per_s'] > 0 and r['eval_graphs_per_s'] > 0
+        assert r['peak_step_mib'] > 0
+        assert r['ratio_to_anchor'] == pytest.approx(
+            r['train_graphs_per_s'] / r['anchor_train_graphs_per_s'])
+    assert 'GPS GINE+Transformer' in payload['suites']['paper-zinc']['markdown']
+    assert payload['meta']['torch'] == torch.__version__
+
+
+def test_paper_zinc_rows_build_at_the_authors_size():
+    from graphgps_ext.bench.models import (PAPER_ZINC_ROWS, build_model,
+                                           common_params, row_cfg)
+    # Exactly the authors' parameter counts where our architecture matches
+    # theirs (GatedGCN rows differ by GraphGPS's unused BatchNorm).
+    for key in ('gps-gine', 'geaet-gine'):
+        row = PAPER_ZINC_ROWS[key]
+        model = build_model(row_cfg(row), torch.device('cpu'))
+        assert common_params(model) == row.anchor_params
+        assert row_cfg(row).gt.layers == 10
+
+
+def test_layers_and_scaling_smoke(tmp_path):
+    out = tmp_path / 'b.json'
+    assert main(['--suite', 'layers', '--families', 'zinc', '--layer-types',
+                 'GINE', 'CSA', 'GEANet', '--steps', '2', '--out', str(out)]
+                + QUIET) == 0
+    rows = _load(out)['suites']['layers']['rows']
+    assert {r['layer'] for r in rows} == {'GINE', 'CSA', 'GEANet'}
+    assert all(r['status'] == 'ok' and r['graphs_per_s'] > 0 for r in rows)
+
+    out = tmp_path / 's.json'
+    assert main(['--suite', 'scaling', '--layer-types', 'GCN', 'Transformer',
+                 '--sizes', '8', '16', '--scaling-batch-nodes', '32',
+                 '--scaling-batches', '2', '--scaling-repeats', '1',
+                 '--out', str(out)] + QUIET) == 0
+    res = _load(out)['suites']['scaling']
+    assert len(res['rows']) == 4
+    assert all(math.isfinite(f['slope']) for f in res['fits'])
+    assert (tmp_path / 's_scaling.png').stat().st_size > 0
+
+
+def test_bf16_autocast_stays_close_to_float32():
+    from graphgps_ext.bench.models import (PAPER_ZINC_ROWS, autocast_ctx,
+                                           build_model, make_dataset, row_cfg)
+    from torch_geometric.loader import DataLoader
+    cfg = row_cfg(PAPER_ZINC_ROWS['gps-gine'], ['gt.layers', 2])
+    torch.manual_seed(0)
+    model = build_model(cfg, torch.device('cpu')).eval()
+    data, _ = make_dataset(cfg, 8, seed=0)
+    batch = next(iter(DataLoader(data, batch_size=8)))
+    with torch.no_grad():
+        ref, _ = model(batch)
+        with autocast_ctx(True, torch.device('cpu')):
+            low, _ = model(batch)
+    assert low.float().shape == ref.shape
+    assert torch.allclose(low.float(), ref, rtol=0.1, atol=0.1 * ref.abs().max())
+
+
+def test_speed_switches_are_config_keys():
+    from graphgps_ext.bench.models import make_cfg
+    from graphgps_ext.config import ConfigError
+    from graphgps_ext.config.speed import autocast, compile_model
+    cfg = make_cfg()
+    assert cfg.train.compile is False and cfg.train.amp == 'none'
+    model = torch.nn.Linear(2, 2)
+    assert compile_model(model, cfg) is model  # plain path kept
+    with autocast(cfg, 'cpu'):
+        assert not torch.is_autocast_enabled('cpu')
+    cfg = make_cfg(['train.amp', 'bf16'])
+    with autocast(cfg, 'cpu'):
+        assert torch.is_autocast_enabled('cpu')
+    with pytest.raises(ConfigError):
+        make_cfg(['train.amp', 'fp8'])
