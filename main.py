@@ -4,6 +4,12 @@
     python main.py --cfg FILE --repeat 3 optim.max_epoch 50 train.auto_resume True
     python main.py --cfg FILE --seeds 0,1,2 --mark_done
 
+Data parallel on G GPUs (or G CPU processes with gloo), see README
+"Multi-GPU and clusters":
+
+    torchrun --nproc_per_node G main.py --cfg FILE [KEY VALUE ...]
+    srun --ntasks-per-node G python main.py --cfg FILE   (inside a SLURM job)
+
 Exit codes: 0 done; 2 bad config or command line; 3 NaN/inf loss;
 130 interrupted (Ctrl-C / SIGTERM; resumable with ``train.auto_resume True``).
 """
@@ -52,6 +58,7 @@ def _sigterm(signum, frame):
 def main(argv: Optional[List[str]] = None) -> int:
     os.environ.setdefault('WANDB_SILENT', 'true')
     args = parse_args(argv)
+    from graphgps_ext import dist
     from graphgps_ext.config import ConfigError
     from graphgps_ext.config.load import load_cfg
     from graphgps_ext.logger import get_logger
@@ -59,12 +66,15 @@ def main(argv: Optional[List[str]] = None) -> int:
     from graphgps_ext.train.loop import NonFiniteLossError
 
     signal.signal(signal.SIGTERM, _sigterm)
+    rank = 0
     try:
         cfg = load_cfg(args.cfg_file, args.opts)
         seeds = seeds_of(args, cfg.seed)
+        rank = dist.init(cfg).rank  # joins the process group (torchrun / srun)
         for seed in seeds:
             cfg = load_cfg(args.cfg_file, args.opts + ['seed', str(seed)])
             run_seed(cfg, cfg_file=args.cfg_file)
+        dist.barrier()
     except ConfigError as err:
         print(f'config error: {err}', file=sys.stderr)
         return 2
@@ -73,7 +83,9 @@ def main(argv: Optional[List[str]] = None) -> int:
     except KeyboardInterrupt:
         get_logger().error('stopped by interrupt')
         return 130
-    if args.mark_done:
+    finally:
+        dist.cleanup()
+    if args.mark_done and rank == 0:
         os.replace(args.cfg_file, args.cfg_file + '.done')
     return 0
 

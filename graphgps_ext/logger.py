@@ -38,24 +38,34 @@ def get_logger() -> logging.Logger:
 
 
 def setup_logging(run_dir: Optional[str] = None) -> logging.Logger:
-    """Log to stdout and (if ``run_dir``) append to ``<run_dir>/logging.log``."""
+    """Log to stdout and (if ``run_dir``) append to ``<run_dir>/logging.log``.
+
+    In a data-parallel run only rank 0 logs information; the other ranks
+    print warnings and errors only, prefixed with ``[rank r]``."""
     log = get_logger()
     for h in list(log.handlers):
         log.removeHandler(h)
         h.close()
-    log.setLevel(logging.INFO)
+    main = is_main_process()
+    log.setLevel(logging.INFO if main else logging.WARNING)
     log.propagate = False
-    fmt = logging.Formatter('%(asctime)s %(levelname)s %(message)s',
+    prefix = '' if main else f'[rank {_rank()}] '
+    fmt = logging.Formatter(f'%(asctime)s %(levelname)s {prefix}%(message)s',
                             datefmt='%H:%M:%S')
     stream = logging.StreamHandler(sys.stdout)
     stream.setFormatter(fmt)
     log.addHandler(stream)
-    if run_dir is not None and is_main_process():
+    if run_dir is not None and main:
         os.makedirs(run_dir, exist_ok=True)
         fh = logging.FileHandler(os.path.join(run_dir, 'logging.log'))
         fh.setFormatter(fmt)
         log.addHandler(fh)
     return log
+
+
+def _rank() -> int:
+    import torch.distributed as dist
+    return dist.get_rank() if dist.is_available() and dist.is_initialized() else 0
 
 
 def write_json(path: str, obj: Any):

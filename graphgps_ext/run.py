@@ -15,6 +15,12 @@
 With ``train.auto_resume True`` a finished seed (``done`` present) is
 skipped and an unfinished one continues from ``ckpt/last.pt``; otherwise the
 seed directory's previous results are removed and the run starts afresh.
+
+In a data-parallel run (a process group joined by
+:func:`graphgps_ext.dist.init`) every process calls :func:`run_seed`: rank 0
+decides skip/resume and writes every file; the dataset is loaded by rank 0
+first (which processes and caches it), then by the others; each process
+trains a DDP replica on its device and its shard of the data.
 """
 import json
 import os
@@ -25,6 +31,7 @@ from typing import Any, Callable, Dict, Optional, Sequence
 import torch
 import torch_geometric.graphgym.register as gg
 
+from graphgps_ext import dist
 from graphgps_ext.config import ConfigError
 from graphgps_ext.config.load import dump_cfg, finalize_cfg
 from graphgps_ext.logger import RunLogger, setup_logging, truncate_stats, write_json
@@ -43,10 +50,10 @@ def load_dataset(cfg):
     return fn(cfg)
 
 
-def make_loaders(cfg, bundle):
-    """:func:`graphgps_ext.loader.make_loaders` for a single process."""
+def make_loaders(cfg, bundle, rank: int = 0, world_size: int = 1):
+    """:func:`graphgps_ext.loader.make_loaders` (imported on use)."""
     from graphgps_ext.loader import make_loaders as fn
-    return fn(cfg, bundle, rank=0, world_size=1)
+    return fn(cfg, bundle, rank=rank, world_size=world_size)
 
 
 def run_dir_of(cfg) -> str:
@@ -89,31 +96,39 @@ def run_seed(cfg, cfg_file: Optional[str] = None,
     run_dir = run_dir_of(cfg)
     last_path = os.path.join(run_dir, 'ckpt', 'last.pt')
     done_path = os.path.join(run_dir, 'done')
+    main = ckpt.is_main_process()
+    rank, world_size = dist.get_rank(), dist.get_world_size()
+    global_batch = dist.resolve_batch_size(cfg, world_size)
     log = setup_logging(None)
-    if cfg.train.auto_resume and os.path.exists(done_path):
+    # Rank 0 looks at the files; every process follows its decision.
+    done = bool(cfg.train.auto_resume and os.path.exists(done_path))
+    resume = bool(cfg.train.auto_resume and os.path.exists(last_path))
+    done, resume = dist.broadcast_object((done, resume))
+    if done:
         log.info(f'{run_dir} is done (remove {done_path} to run it again); skipped')
         best_path = os.path.join(run_dir, 'best.json')
-        if os.path.exists(best_path):
+        best = None
+        if main and os.path.exists(best_path):
             with open(best_path) as f:
-                return json.load(f)
-        return None
-    resume = cfg.train.auto_resume and os.path.exists(last_path)
-    if not resume and ckpt.is_main_process():
-        clean_run_dir(run_dir)
-    os.makedirs(run_dir, exist_ok=True)
+                best = json.load(f)
+        return dist.broadcast_object(best)
+    if main:
+        if not resume:
+            clean_run_dir(run_dir)
+        os.makedirs(run_dir, exist_ok=True)
     log = setup_logging(run_dir)
     log.info(f'run {cfg.run_name} seed {cfg.seed} -> {run_dir}'
              + (f' (resuming from {last_path})' if resume else ''))
 
-    device = torch.device(cfg.accelerator)
+    device = dist.local_device(cfg.accelerator)
     ckpt.seed_everything(cfg.seed)
-    bundle = load_dataset(cfg)
+    bundle = dist.in_turn(lambda: load_dataset(cfg))
     task = bundle.task
     metric, mode = finalize_cfg(cfg, task)
     if cfg.model.loss_fun not in LOSSES:
         raise ConfigError(f"unknown model.loss_fun '{cfg.model.loss_fun}'; "
                           f"valid: {', '.join(LOSSES)}")
-    if ckpt.is_main_process():
+    if main:
         dump_cfg(cfg, os.path.join(run_dir, 'config.yaml'))
         if getattr(bundle, 'split_indices', None) is not None:
             ckpt.save(bundle.split_indices, os.path.join(run_dir, 'split_indices.pt'))
@@ -121,8 +136,10 @@ def run_seed(cfg, cfg_file: Optional[str] = None,
     # Re-seed so that model init and batching do not depend on whether the
     # dataset was processed now or read from its cache.
     ckpt.seed_everything(cfg.seed)
-    model = build_model(cfg, task).to(device)
-    loaders = make_loaders(cfg, bundle)
+    model = dist.wrap_model(build_model(cfg, task).to(device), cfg, device)
+    loaders = make_loaders(cfg, bundle, rank=rank, world_size=world_size)
+    if rank > 0:  # own dropout streams; rank 0 draws as one process would
+        ckpt.seed_everything(dist.rank_seed(cfg.seed, rank))
     state = ckpt.load(last_path) if resume else None
     run_logger = RunLogger(cfg, run_dir, cfg.run_name,
                            wandb_id=state.get('wandb_id') if state else None)
@@ -133,10 +150,15 @@ def run_seed(cfg, cfg_file: Optional[str] = None,
              f'({", ".join(f"{k} {len(v)}" for k, v in bundle.splits.items())}); '
              f'model {cfg.model.type} {cfg.gt.layer_type} x{cfg.gt.layers}, '
              f'{trainer.params:,} parameters; selecting on {trainer.select_split} '
-             f'{metric} ({mode}); device {device}')
+             f'{metric} ({mode}); device {device}'
+             + (f'; {world_size} processes ({dist.backend_name()}), batch '
+                f'{cfg.train.batch_size} per process = {global_batch} global, '
+                f'lr {trainer.optimizer.param_groups[0]["lr"]:.3g} '
+                f'(optim.lr_scaling {cfg.optim.lr_scaling})'
+                if world_size > 1 else ''))
     if state is not None:
         trainer.load_state_dict(state)
-        if ckpt.is_main_process():
+        if main:
             truncate_stats(run_dir, trainer.last_epoch)
             if trainer.best is not None:
                 write_json(os.path.join(run_dir, 'best.json'), trainer.best)
@@ -164,9 +186,10 @@ def run_seed(cfg, cfg_file: Optional[str] = None,
         log.info(f'best epoch {best["epoch"] + 1}: ' + ' | '.join(
             f'{s} {metric} {best[s][metric]:.4g}' for s in ('train', 'val', 'test')
             if s in best))
-    if ckpt.is_main_process():
+    if main:
         write_json(done_path, {'finished': time.strftime('%Y-%m-%dT%H:%M:%S'),
                                'epochs': trainer.last_epoch + 1,
                                'seconds': round(elapsed, 2),
-                               'best_epoch': best['epoch'] if best else None})
+                               'best_epoch': best['epoch'] if best else None,
+                               'world_size': world_size})
     return best

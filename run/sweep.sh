@@ -43,6 +43,11 @@ same partition/account).
   --partition P        --account A        --nodes N (default 1)
   --gpus-per-task N    GPUs per task (default 1; 0 = none)
   --cpus-per-task N    CPUs per task (default 4)
+  With --gpus-per-task G > 1 or --nodes N > 1 every (config, seed) is one
+  data-parallel run on N nodes x G GPUs: `srun` starts one torchrun per node
+  (--ntasks-per-node=1, G GPUs and --cpus-per-task CPUs each), torchrun starts
+  G processes (DDP, train.batch_size per process; see README "Multi-GPU and
+  clusters").
   --requeue            requeue on preemption and before the time limit; the run
                        resumes from its last checkpoint (train.auto_resume True
                        is added to the overrides)
@@ -258,7 +263,7 @@ if [[ $SLURM -eq 1 ]]; then
     array="0-$((n_tasks - 1))"
     [[ -n $THROTTLE ]] && array+="%$THROTTLE"
 
-    header() {  # job-name output-pattern time mem cpus nodes
+    header() {  # job-name output-pattern time mem cpus nodes [ntasks]
         echo '#!/usr/bin/env bash'
         echo "#SBATCH --job-name=$1"
         echo "#SBATCH --chdir=$ROOT"
@@ -266,7 +271,7 @@ if [[ $SLURM -eq 1 ]]; then
         echo "#SBATCH --time=$3"
         echo "#SBATCH --mem=$4"
         echo "#SBATCH --nodes=$6"
-        echo "#SBATCH --ntasks=1"
+        echo "#SBATCH --ntasks=${7:-1}"
         echo "#SBATCH --cpus-per-task=$5"
         [[ -n $PARTITION ]] && echo "#SBATCH --partition=$PARTITION"
         [[ -n $ACCOUNT ]] && echo "#SBATCH --account=$ACCOUNT"
@@ -276,7 +281,12 @@ if [[ $SLURM -eq 1 ]]; then
     }
 
     array_script() {
-        header "$JOB_NAME" '%x-%A_%a.out' "$TIME" "$MEM" "$CPUS_PER_TASK" "$NODES"
+        # Data parallel: one task (torchrun) per node, G processes each.
+        local ddp=0 launch
+        [[ $GPUS_PER_TASK -gt 1 || $NODES -gt 1 ]] && ddp=1
+        header "$JOB_NAME" '%x-%A_%a.out' "$TIME" "$MEM" "$CPUS_PER_TASK" "$NODES" \
+            "$([[ $ddp -eq 1 ]] && echo "$NODES" || echo 1)"
+        [[ $ddp -eq 1 ]] && echo "#SBATCH --ntasks-per-node=1"
         echo "#SBATCH --array=$array"
         [[ $GPUS_PER_TASK -gt 0 ]] && echo "#SBATCH --gpus-per-task=$GPUS_PER_TASK"
         if [[ $REQUEUE -eq 1 ]]; then
@@ -290,6 +300,19 @@ if [[ $SLURM -eq 1 ]]; then
         printf 'NAMES=('; printf ' %q' "${T_NAME[@]}"; echo ' )'
         printf 'SEEDS=('; printf ' %q' "${T_SEED[@]}"; echo ' )'
         printf 'OVERRIDES=('; [[ ${#RUN_OVERRIDES[@]} -gt 0 ]] && printf ' %q' "${RUN_OVERRIDES[@]}"; echo ' )'
+        launch="$(quote "${PY_WORDS[@]}" "$MAIN")"
+        if [[ $ddp -eq 1 ]]; then
+            local nproc=$(( GPUS_PER_TASK > 1 ? GPUS_PER_TASK : 1 )) rdzv
+            if [[ $NODES -gt 1 ]]; then
+                echo '# Rendezvous of the torchrun agents on the first node.'
+                echo 'MASTER_ADDR=$(scontrol show hostnames "$SLURM_JOB_NODELIST" | head -n 1)'
+                echo 'MASTER_PORT=$((20000 + SLURM_JOB_ID % 20000))'
+                rdzv=" --nnodes=$NODES --rdzv_backend=c10d"' --rdzv_endpoint="$MASTER_ADDR:$MASTER_PORT" --rdzv_id="$SLURM_JOB_ID"'
+            else
+                rdzv=' --standalone --nnodes=1'
+            fi
+            launch="srun --ntasks-per-node=1 --kill-on-bad-exit=1 $(quote "${PY_WORDS[@]}") -m torch.distributed.run$rdzv --nproc_per_node=$nproc $(quote "$MAIN")"
+        fi
         echo 'i=${SLURM_ARRAY_TASK_ID:?not an array task}'
         echo 'cfg=${CFGS[$i]}; name=${NAMES[$i]}; seed=${SEEDS[$i]}'
         echo "out=$(printf '%q' "$RESULTS")/\$name/\$seed"
@@ -303,14 +326,14 @@ if [[ $SLURM -eq 1 ]]; then
             echo 'requeue() { echo "[$(date -Iseconds)] time limit near: requeue" >>"$log";'
             echo '  scontrol requeue "${SLURM_ARRAY_JOB_ID}_${SLURM_ARRAY_TASK_ID}"; kill -TERM "$pid" 2>/dev/null; }'
             echo 'trap requeue USR1'
-            echo "$(quote "${PY_WORDS[@]}" "$MAIN")"' --cfg "$cfg" seed "$seed" "${OVERRIDES[@]}" >>"$log" 2>&1 &'
+            echo "$launch"' --cfg "$cfg" seed "$seed" "${OVERRIDES[@]}" >>"$log" 2>&1 &'
             echo 'pid=$!'
             echo 'wait "$pid"; rc=$?'
             echo '# wait returns early (>128) when the trap fires: wait for the run to stop'
             echo 'while kill -0 "$pid" 2>/dev/null; do wait "$pid"; rc=$?; done'
             echo 'exit $rc'
         else
-            echo "exec $(quote "${PY_WORDS[@]}" "$MAIN")"' --cfg "$cfg" seed "$seed" "${OVERRIDES[@]}" >>"$log" 2>&1'
+            echo "exec $launch"' --cfg "$cfg" seed "$seed" "${OVERRIDES[@]}" >>"$log" 2>&1'
         fi
     }
 

@@ -71,6 +71,34 @@ def test_headers_state_params_and_budget_with_sources():
             assert h['params'][0] is not None and h['tolerance'][1], path
 
 
+def test_encoder_batchnorm_is_explicit():
+    """GraphGym's defaults put a BatchNorm after the node and edge encoders;
+    every config states the authors' choice instead of inheriting them."""
+    import yaml
+    for path in CONFIGS:
+        with open(os.path.join(ROOT, path)) as f:
+            ds = yaml.load(f, Loader=getattr(yaml, 'CSafeLoader', yaml.SafeLoader))['dataset']
+        for key in ('node_encoder_bn', 'edge_encoder_bn'):
+            assert isinstance(ds.get(key), bool), f'{path}: set dataset.{key} explicitly'
+
+
+def test_encoder_batchnorm_counts_2d_parameters_each():
+    """GraphGPS ZINC (d 64) has exactly its published count without encoder
+    BatchNorms; each of them adds 2 d."""
+    from graphgps_ext.config.load import load_cfg
+    from graphgps_ext.network.model import num_parameters
+    from graphgps_ext.run import build_model
+    path = os.path.join('configs', 'gps', 'zinc.yaml')
+    counts = []
+    for opts in ([], ['dataset.node_encoder_bn', 'True'],
+                 ['dataset.node_encoder_bn', 'True', 'dataset.edge_encoder_bn', 'True']):
+        cfg = load_cfg(os.path.join(ROOT, path), opts)
+        counts.append(num_parameters(build_model(cfg, task_for(cfg))))
+    assert counts[0] == header(path)['params'][0]
+    dim = 64
+    assert [c - counts[0] for c in counts] == [0, 2 * dim, 4 * dim]
+
+
 @pytest.fixture(scope='module', autouse=True)
 def one_thread():
     """Tiny graphs: intra-op threads only add overhead on the shared cores."""

@@ -76,14 +76,6 @@ def test_tables_tsv_rows_join_paper_numbers_and_configs():
             assert key in numbers, f'{r["config"]}: {key} not in paper_numbers.csv'
 
 
-# Published rows without a config, and why (the model cannot be expressed yet).
-NOT_EXPRESSIBLE = {
-    ('csa', 'table5', ds, f'CSA color={c} edge-value=no', 'mae', split):
-        'needs a switch removing E^val from CSA (csa.edge_value)'
-    for ds, split in (('ZINC', 'test'), ('PCQM4Mv2-subset', 'val')) for c in ('yes', 'no')
-}
-
-
 def test_every_main_result_has_a_config():
     """Each published number of our papers' own models is reproduced by a row."""
     rows = report.read_tables(TABLES)
@@ -92,11 +84,8 @@ def test_every_main_result_has_a_config():
     own = [r for r in _numbers()
            if 'baseline' not in r['note'] and r['paper'] != 'gps'
            and not r['note'].startswith('approximate')]
-    missing = [report.paper_key(r) for r in own
-               if report.paper_key(r) not in covered and report.paper_key(r) not in NOT_EXPRESSIBLE]
+    missing = [report.paper_key(r) for r in own if report.paper_key(r) not in covered]
     assert not missing, missing
-    assert not covered & set(NOT_EXPRESSIBLE), 'remove the expressible rows from NOT_EXPRESSIBLE'
-
 
 
 # --------------------------------------------------------------------------- helpers

@@ -1,7 +1,9 @@
 """Config group ``train_ext``: training loop, optimiser, logging and run keys.
 
 Extends GraphGym's ``train`` and ``optim`` groups (GraphGPS names where they
-exist) and adds ``wandb``, ``tensorboard`` and the top-level ``run_name``.
+exist) and adds ``wandb``, ``tensorboard``, ``dist`` (multi-process data
+parallel training, see :mod:`graphgps_ext.dist`) and the top-level
+``run_name``.
 GraphGym keys reused as they are: ``optim.optimizer``, ``optim.base_lr``,
 ``optim.weight_decay``, ``optim.momentum``, ``optim.max_epoch``,
 ``optim.steps``, ``optim.lr_decay``, ``train.batch_size``,
@@ -31,6 +33,11 @@ def train_cfg(cfg):
     # Stop when the best validation metric has not improved for this many
     # epochs (0: off).
     cfg.train.early_stop_patience = 0
+    # train.batch_size is per process. With batch_size_global > 0 the batch
+    # per process is batch_size_global / world_size instead (it must
+    # divide), so that a config keeps its effective batch on any number of
+    # processes. 0: off (effective batch = train.batch_size x world_size).
+    cfg.train.batch_size_global = 0
 
     # ---- optim (GraphGPS names) -------------------------------------------
     # Linear warm-up epochs of 'cosine_with_warmup'.
@@ -43,6 +50,31 @@ def train_cfg(cfg):
     # Clip the global gradient norm to clip_grad_norm_value.
     cfg.optim.clip_grad_norm = False
     cfg.optim.clip_grad_norm_value = 1.0
+    # Learning rate under data parallelism: 'none' keeps optim.base_lr on any
+    # number of processes; 'linear' uses base_lr x world_size (Goyal et al.'s
+    # rule for an effective batch that grows with the number of processes;
+    # not allowed together with train.batch_size_global).
+    cfg.optim.lr_scaling = 'none'
+
+    # ---- dist: data parallel training (torchrun / SLURM) -------------------
+    cfg.dist = CN()
+    # How the processes were launched: 'auto' (torchrun's RANK/WORLD_SIZE,
+    # else an srun step with several tasks, else one process), 'torchrun',
+    # 'slurm' or 'none' (always one process).
+    cfg.dist.launcher = 'auto'
+    # Process-group backend: 'auto' (nccl on CUDA, gloo on CPU), 'nccl', 'gloo'.
+    cfg.dist.backend = 'auto'
+    # DistributedDataParallel's find_unused_parameters: needed when some
+    # parameters get no gradient (e.g. the last layer's edge-stream
+    # parameters of GatedGCN/GEANet/CSA stacks). False is a little faster
+    # when every parameter is used (PyTorch warns when none was unused).
+    cfg.dist.find_unused_parameters = True
+    # Convert BatchNorm layers to SyncBatchNorm (batch statistics over all
+    # processes; CUDA only).
+    cfg.dist.sync_batchnorm = False
+    # Timeout of collective operations (minutes), e.g. while rank 0
+    # preprocesses a dataset and the other processes wait for it.
+    cfg.dist.timeout_min = 60
 
     # ---- TensorBoard ------------------------------------------------------
     cfg.tensorboard = CN()
@@ -64,6 +96,9 @@ choices('optim.optimizer', ['adam', 'adamW', 'sgd'])
 choices('optim.scheduler', ['none', 'steps', 'cos', 'cosine_with_warmup',
                             'reduce_on_plateau'])
 choices('model.loss_fun', ['auto'] + list(LOSSES))
+choices('optim.lr_scaling', ['none', 'linear'])
+choices('dist.launcher', ['auto', 'torchrun', 'slurm', 'none'])
+choices('dist.backend', ['auto', 'nccl', 'gloo'])
 choices('wandb.mode', ['online', 'offline', 'disabled'])
 choices('metric_agg', ['argmax', 'argmin'])
 choices('metric_best', ['auto'] + list(METRICS))

@@ -1,40 +1,76 @@
 """``make_loaders``: PyG data loaders for the splits of a
-:class:`~graphgps_ext.loader.master.DatasetBundle`."""
-from typing import Dict
+:class:`~graphgps_ext.loader.master.DatasetBundle`, sharded across the
+processes of a data-parallel run."""
+from typing import Dict, Iterator
 
-import torch
-from torch.utils.data import DistributedSampler
+from torch.utils.data import DistributedSampler, Sampler
 from torch_geometric.loader import DataLoader
+
+
+class EpochShuffleSampler(DistributedSampler):
+    """Training order as a function of ``(seed, epoch)`` only.
+
+    Epoch ``e`` permutes the :math:`n` indices with ``torch.randperm`` seeded
+    by ``seed + e`` (:class:`~torch.utils.data.DistributedSampler`); process
+    ``r`` of ``W`` takes positions ``r, r + W, r + 2W, ...`` (padded with the
+    first indices to a multiple of ``W``, so every process runs the same
+    number of batches). Batch ``k`` of every process together is therefore
+    positions ``[kWb, (k+1)Wb)`` of the permutation: the global batch of a
+    single process with batch size ``Wb``, whatever ``W`` is.
+
+    ``set_epoch(e)`` selects the epoch (the training loop calls it, so
+    resuming needs no sampler state); iterating without it moves on to the
+    next epoch's order.
+    """
+
+    def __iter__(self) -> Iterator[int]:
+        indices = super().__iter__()  # computed eagerly for self.epoch
+        self.epoch += 1
+        return indices
+
+
+class ShardSampler(Sampler):
+    """Contiguous, unpadded shard ``[r n / W, (r+1) n / W)`` of ``range(n)``
+    for evaluation: every element is seen exactly once across the ``W``
+    processes, and the shards concatenated in rank order are ``range(n)``."""
+
+    def __init__(self, n: int, rank: int, world_size: int):
+        self.start = rank * n // world_size
+        self.stop = (rank + 1) * n // world_size
+
+    def __iter__(self) -> Iterator[int]:
+        return iter(range(self.start, self.stop))
+
+    def __len__(self) -> int:
+        return self.stop - self.start
 
 
 def make_loaders(cfg, bundle, rank: int = 0,
                  world_size: int = 1) -> Dict[str, DataLoader]:
     """One PyG :class:`~torch_geometric.loader.DataLoader` per split.
 
-    * batch size ``cfg.train.batch_size``, ``cfg.num_workers`` workers;
-    * ``train`` is shuffled by a :class:`torch.Generator` seeded with
-      ``cfg.seed`` (same seed, same batch order);
-    * ``world_size > 1``: ``train`` uses a :class:`DistributedSampler`
-      (``seed=cfg.seed``; call ``loaders['train'].sampler.set_epoch(epoch)``
-      every epoch), so each rank sees its own ``1/world_size`` share;
-      ``val``/``test`` are *not* sharded (a distributed sampler would pad
-      them with duplicates): every rank gets the whole split, so evaluate on
-      one rank (or on all and keep one result).
+    * batch size ``cfg.train.batch_size`` per process, ``cfg.num_workers``
+      workers;
+    * ``train``: :class:`EpochShuffleSampler` (seed ``cfg.seed``; call
+      ``loaders['train'].sampler.set_epoch(epoch)`` every epoch): process
+      ``rank`` sees its ``1/world_size`` share, and the global batches are
+      those of one process with ``world_size`` times the batch size;
+    * ``val``/``test``: in order; with ``world_size > 1`` each process gets
+      a contiguous :class:`ShardSampler` shard (no padding duplicates), so
+      gathering the predictions in rank order restores the split's order.
     """
     workers = int(cfg.num_workers)
     common = dict(batch_size=int(cfg.train.batch_size), num_workers=workers,
                   persistent_workers=workers > 0)
     train = bundle.splits['train']
-    if world_size > 1:
-        sampler = DistributedSampler(train, num_replicas=world_size, rank=rank,
-                                     shuffle=True, seed=int(cfg.seed))
-        loaders = {'train': DataLoader(train, sampler=sampler, **common)}
-    else:
-        gen = torch.Generator()
-        gen.manual_seed(int(cfg.seed))
-        loaders = {'train': DataLoader(train, shuffle=True, generator=gen,
-                                       **common)}
+    sampler = EpochShuffleSampler(train, num_replicas=world_size, rank=rank,
+                                  shuffle=True, seed=int(cfg.seed))
+    loaders = {'train': DataLoader(train, sampler=sampler, **common)}
     for split in ('val', 'test'):
-        loaders[split] = DataLoader(bundle.splits[split], shuffle=False,
-                                    **common)
+        data = bundle.splits[split]
+        if world_size > 1:
+            loaders[split] = DataLoader(
+                data, sampler=ShardSampler(len(data), rank, world_size), **common)
+        else:
+            loaders[split] = DataLoader(data, shuffle=False, **common)
     return loaders

@@ -6,9 +6,11 @@ interrupted write never leaves a truncated checkpoint behind.
 
 ``last.pt`` holds everything needed to continue a run exactly (see
 :func:`graphgps_ext.train.loop.Trainer.state_dict`): model, optimiser and
-scheduler states, the Python / NumPy / torch (and CUDA) RNG states, the
-training DataLoader's generator state, the epoch, the best-so-far record and
-the W&B run id. ``best.pt`` holds the model weights of the best validation
+scheduler states, the Python / NumPy / torch (and CUDA) RNG states (of
+every process of a data-parallel run in ``rng_ranks``, with its
+``world_size``), the training DataLoader's generator state when it shuffles
+with one (``make_loaders``' sampler needs none: its order is a function of
+seed and epoch), the epoch, the best-so-far record and the W&B run id. ``best.pt`` holds the model weights of the best validation
 epoch with ``epoch`` and the metric value.
 """
 import os
@@ -22,7 +24,8 @@ import torch.distributed as dist
 
 def is_main_process() -> bool:
     """``True`` unless this is a non-zero rank of an initialised process
-    group (all file writing is guarded by it, for a later DDP mode)."""
+    group (all file writing is guarded by it: logs, stats, checkpoints,
+    W&B and TensorBoard come from rank 0 only)."""
     return not (dist.is_available() and dist.is_initialized()) or dist.get_rank() == 0
 
 
@@ -72,7 +75,10 @@ def set_rng_state(state: Dict[str, Any],
     np.random.set_state(state['numpy'])
     torch.set_rng_state(state['torch'])
     if state.get('cuda') is not None and torch.cuda.is_available():
-        torch.cuda.set_rng_state_all(state['cuda'])
+        # A checkpoint of a machine with more GPUs restores what fits here.
+        for index, cuda_state in enumerate(
+                state['cuda'][:torch.cuda.device_count()]):
+            torch.cuda.set_rng_state(cuda_state, index)
     if generator is not None and state.get('loader') is not None:
         generator.set_state(state['loader'])
 

@@ -19,6 +19,16 @@ One :class:`Trainer` trains one seed. Per epoch ``t`` (0-based):
 A non-finite loss raises :class:`NonFiniteLossError` before the optimiser
 step, so no checkpoint ever holds NaN weights; ``last.pt`` stays at the last
 good epoch. Parameters that become non-finite raise it too.
+
+Data parallel (``model`` a :class:`~torch.nn.parallel.DistributedDataParallel`
+replica, see :mod:`graphgps_ext.dist`): every process runs the same loop on
+its shard; the train sampler is set to the epoch, gradients are averaged by
+DDP, a non-finite loss on any process stops all of them, and each split's
+loss (as sum and count) and metric inputs (gathered from all processes) are
+reduced so that the stats are those of the whole split. Rank 0 computes the
+metrics and sends the record to the others, so model selection, scheduler and
+early stopping decide identically everywhere; only rank 0 writes files.
+Evaluation runs the unwrapped module with rank 0's buffers.
 """
 import math
 import sys
@@ -28,6 +38,7 @@ from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence
 import torch
 from torch import Tensor, nn
 
+from graphgps_ext import dist
 from graphgps_ext.logger import RunLogger, get_logger
 from graphgps_ext.metrics import compute_metrics, is_better
 from graphgps_ext.train import checkpoint as ckpt
@@ -68,6 +79,8 @@ class Trainer:
         cfg: the resolved config (``optim.*``, ``train.*``).
         model: returns ``(pred, true)`` for a batch; a ``head`` attribute
             with ``metric_inputs(pred, true, batch)`` is used for metrics.
+            May be a DDP replica (:func:`graphgps_ext.dist.wrap_model`);
+            checkpoints hold the unwrapped module's state.
         loaders: ``{'train': ..., 'val': ..., 'test': ...}`` (``val``/``test``
             optional).
         loss_fn: ``fn(pred, true) -> scalar``.
@@ -87,6 +100,9 @@ class Trainer:
                  callbacks: Sequence[Callable] = ()):
         self.cfg = cfg
         self.model = model
+        self.module = dist.unwrap(model)
+        self.rank = dist.get_rank()
+        self.world_size = dist.get_world_size()
         self.loaders = loaders
         self.loss_fn = loss_fn
         self.metric = metric
@@ -97,18 +113,20 @@ class Trainer:
         self.device = device
         self.callbacks = list(callbacks)
         self.log = get_logger()
-        self.optimizer = build_optimizer(cfg, model.parameters())
+        self.optimizer = build_optimizer(cfg, model.parameters(),
+                                         dist.lr_scale(cfg, self.world_size))
         self.scheduler = build_scheduler(cfg, self.optimizer)
         self.generator = getattr(loaders['train'], 'generator', None)
         self.select_split = 'val' if 'val' in loaders else 'train'
-        self.params = sum(p.numel() for p in model.parameters() if p.requires_grad)
+        self.params = sum(p.numel() for p in self.module.parameters()
+                          if p.requires_grad)
         self.start_epoch = 0
         self.best: Optional[Dict[str, Any]] = None
         self.stopped = False
         self.last_epoch = -1
-        head = getattr(model, 'head', None)
+        head = getattr(self.module, 'head', None)
         self.metric_inputs = getattr(head, 'metric_inputs', None)
-        self.progress = sys.stderr.isatty()
+        self.progress = sys.stderr.isatty() and ckpt.is_main_process()
 
     # ------------------------------------------------------------ state --
     @property
@@ -120,22 +138,33 @@ class Trainer:
         return f'{self.run_dir}/ckpt/best.pt'
 
     def state_dict(self) -> Dict[str, Any]:
+        """The resumable state (a collective call in a process group: the
+        RNG states of every process are gathered into ``rng_ranks``)."""
+        rng = ckpt.rng_state(self.generator)
         return {
             'epoch': self.last_epoch,
-            'model': self.model.state_dict(),
+            'model': self.module.state_dict(),
             'optimizer': self.optimizer.state_dict(),
             'scheduler': (self.scheduler.state_dict()
                           if self.scheduler is not None else None),
-            'rng': ckpt.rng_state(self.generator),
+            'rng': rng,
+            'rng_ranks': (dist.all_gather_object(rng)
+                          if self.world_size > 1 else None),
+            'world_size': self.world_size,
             'best': self.best,
             'stopped': self.stopped,
             'wandb_id': self.logger.wandb_id,
         }
 
     def load_state_dict(self, state: Dict[str, Any]):
-        """Continue from a ``last.pt`` (RNG states restored last)."""
+        """Continue from a ``last.pt`` (RNG states restored last).
+
+        A checkpoint of another number of processes resumes too: the model,
+        optimiser and scheduler states do not depend on it; rank 0 restores
+        the saved rank-0 RNG states and the other ranks draw fresh streams.
+        """
         try:
-            self.model.load_state_dict(state['model'])
+            self.module.load_state_dict(state['model'])
         except RuntimeError as err:
             raise RuntimeError(
                 f'{self.last_path} does not fit the model built from the '
@@ -149,7 +178,21 @@ class Trainer:
         self.stopped = state['stopped']
         self.last_epoch = state['epoch']
         self.start_epoch = state['epoch'] + 1
-        ckpt.set_rng_state(state['rng'], self.generator)
+        saved = state.get('world_size', 1)
+        ranks = state.get('rng_ranks')
+        if ranks is not None and len(ranks) == self.world_size:
+            ckpt.set_rng_state(ranks[self.rank], self.generator)
+        else:
+            ckpt.set_rng_state(state['rng'], self.generator)
+            if self.rank > 0:
+                ckpt.seed_everything(dist.rank_seed(
+                    self.cfg.seed + state['epoch'] + 1, self.rank))
+        if saved != self.world_size:
+            self.log.info(f'the checkpoint was written by {saved} process(es), '
+                          f'resuming in {self.world_size}'
+                          + ('; the learning rate continues from the checkpoint '
+                             '(optim.lr_scaling linear is not re-applied)'
+                             if self.cfg.optim.lr_scaling == 'linear' else ''))
 
     def save_last(self):
         if not ckpt.all_finite(self.model):
@@ -157,8 +200,9 @@ class Trainer:
                 f'parameters became non-finite at epoch {self.last_epoch + 1}; '
                 f'{self.last_path} keeps the last good state. Lower '
                 'optim.base_lr or set optim.clip_grad_norm True.')
+        state = self.state_dict()  # collective: on every process
         if ckpt.is_main_process():
-            ckpt.save(self.state_dict(), self.last_path)
+            ckpt.save(state, self.last_path)
 
     # ------------------------------------------------------------ epochs --
     def is_eval_epoch(self, epoch: int) -> bool:
@@ -168,6 +212,14 @@ class Trainer:
     def run_split(self, split: str, epoch: int, train: bool) -> Dict[str, Any]:
         """One pass over ``split``; returns its stats record."""
         loader = self.loaders[split]
+        sampler = getattr(loader, 'sampler', None)
+        if train and hasattr(sampler, 'set_epoch'):
+            sampler.set_epoch(epoch)
+        # Evaluation needs no gradient sync (shards may differ in length):
+        # the plain module with rank 0's buffers (BatchNorm statistics).
+        net = self.model if train else self.module
+        if not train:
+            dist.sync_buffers(self.module)
         self.model.train(train)
         preds: List[Tensor] = []
         trues: List[Tensor] = []
@@ -183,11 +235,15 @@ class Trainer:
         with torch.set_grad_enabled(train):
             for i, batch in enumerate(batches):
                 batch = batch.to(self.device)
-                pred, true = self.model(batch)
+                pred, true = net(batch)
                 loss = self.loss_fn(pred, true)
-                if not torch.isfinite(loss):
+                finite = bool(torch.isfinite(loss))
+                if (not finite if self.world_size == 1
+                        else dist.any_true(not finite)):
+                    what = (('NaN' if torch.isnan(loss) else 'infinite')
+                            if not finite else 'non-finite (on another process)')
                     raise NonFiniteLossError(
-                        f'{"NaN" if torch.isnan(loss) else "infinite"} loss in '
+                        f'{what} loss in '
                         f'{split} at epoch {epoch + 1}, batch {i + 1}. Lower '
                         'optim.base_lr or set optim.clip_grad_norm True '
                         f'(optim.clip_grad_norm_value); {self.last_path} keeps '
@@ -208,12 +264,19 @@ class Trainer:
                 preds.append(pred.cpu())
                 trues.append(true.cpu() if true is not None
                              else torch.zeros(pred.size(0), dtype=torch.long))
-        record = {'epoch': epoch, 'loss': total / max(count, 1)}
-        record.update(compute_metrics(self.metrics, concat(preds), concat(trues)))
-        record['lr'] = lr
-        record['time_epoch'] = time.perf_counter() - start
-        record['params'] = self.params
-        return record
+        if self.world_size > 1:
+            total, count = dist.all_reduce_sum(
+                torch.tensor([total, count], dtype=torch.float64)).tolist()
+        pred_all = dist.all_gather_cat(concat(preds))
+        true_all = dist.all_gather_cat(concat(trues))
+        record = None
+        if ckpt.is_main_process():
+            record = {'epoch': epoch, 'loss': total / max(count, 1)}
+            record.update(compute_metrics(self.metrics, pred_all, true_all))
+            record['lr'] = lr
+            record['time_epoch'] = time.perf_counter() - start
+            record['params'] = self.params
+        return dist.broadcast_object(record)
 
     def fit(self) -> Optional[Dict[str, Any]]:
         """Train until ``optim.max_epoch`` or a stop rule; returns the best record."""
@@ -253,7 +316,7 @@ class Trainer:
                      'split': self.select_split, 'value': value}
         self.best.update({s: r for s, r in records.items()})
         if ckpt.is_main_process():
-            ckpt.save({'model': self.model.state_dict(), 'epoch': epoch,
+            ckpt.save({'model': self.module.state_dict(), 'epoch': epoch,
                        'metric': self.metric, 'value': value}, self.best_path)
         self.logger.log_best(self.best)
 

@@ -2,7 +2,8 @@ r"""Optimisers and learning-rate schedules (stepped once per epoch).
 
 ``optim.optimizer``: ``adam``, ``adamW`` (decoupled weight decay) or ``sgd``
 (with ``optim.momentum``), all at ``optim.base_lr`` with
-``optim.weight_decay``.
+``optim.weight_decay`` (times the number of processes with
+``optim.lr_scaling linear``).
 
 ``optim.scheduler``:
 
@@ -27,9 +28,12 @@ import torch
 from torch.optim import lr_scheduler
 
 
-def build_optimizer(cfg, params) -> torch.optim.Optimizer:
+def build_optimizer(cfg, params, lr_scale: float = 1.0) -> torch.optim.Optimizer:
+    """The optimiser of ``optim.optimizer`` at ``optim.base_lr`` x ``lr_scale``
+    (``lr_scale``: the data-parallel factor of ``optim.lr_scaling``, see
+    :func:`graphgps_ext.dist.lr_scale`)."""
     name = cfg.optim.optimizer
-    lr, wd = cfg.optim.base_lr, cfg.optim.weight_decay
+    lr, wd = cfg.optim.base_lr * lr_scale, cfg.optim.weight_decay
     if name == 'adam':
         return torch.optim.Adam(params, lr=lr, weight_decay=wd)
     if name == 'adamW':

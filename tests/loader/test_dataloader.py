@@ -46,4 +46,4 @@ def test_distributed_shards(tmp_path):
     assert len(shards[0]) == len(shards[1]) == 20
     assert sorted(shards[0] + shards[1]) == list(range(40))
     loaders = make_loaders(cfg, _bundle(), rank=1, world_size=2)
-    assert _order(loaders['test']) == list(range(8, 16))  # whole split
+    assert _order(loaders['test']) == list(range(12, 16))  # contiguous shard, no padding
