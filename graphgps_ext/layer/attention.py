@@ -15,7 +15,14 @@ r"""Shared pieces of the dense attention branches (Transformer, MNA, full GT).
   dropout it is :func:`torch.nn.functional.scaled_dot_product_attention`
   (fused kernels); with dropout in training, where SDPA falls back to its
   unfused path with a slow Bernoulli mask, the scores are materialised once
-  and masked with :func:`attention_dropout`.
+  and masked with :func:`attention_dropout`;
+- :func:`node_attention`: the same from node-level ``q, k, v`` ``[N, d_h]``
+  per head, scattered once into a head-major dense buffer
+  ``[3, G, B, n, d_h]`` so that the score and value products are plain
+  ``baddbmm`` / ``bmm`` calls on contiguous ``[G B, n, d_h]`` blocks (no
+  permute copies), gathered back to the nodes at the end. Small graphs
+  (``n_max <= 64``) or dropout take this explicit path, larger graphs without
+  dropout the fused SDPA kernel.
 """
 import math
 from typing import Optional
@@ -102,3 +109,58 @@ def dense_attention(q: Tensor, k: Tensor, v: Tensor, ctx: GraphContext,
     # The inverted-dropout scale on the [B, H, n, d_h] output, not on the
     # larger [B, H, n, n] weights (the same product).
     return torch.matmul(attn, v).mul_(keep_scale(p))
+
+
+#: Largest ``n_max`` for which :func:`node_attention` materialises the scores
+#: without dropout (above it the fused SDPA kernel is faster on CPU).
+EXPLICIT_MAX_NODES = 64
+
+
+def _head_key_bias(ctx: GraphContext, heads: int, dtype: torch.dtype) -> Tensor:
+    """:func:`key_bias` repeated head-major: ``[heads * B, 1, n_max]``."""
+    def compute():
+        bias = key_bias(ctx, dtype)  # [B, 1, 1, n]
+        B, n = bias.size(0), bias.size(-1)
+        return bias.view(1, B, 1, n).expand(heads, B, 1, n).reshape(
+            heads * B, 1, n)
+    return ctx.cached(f'attention/head_key_bias/{heads}/{dtype}', compute)
+
+
+def node_attention(qkv: Tensor, ctx: GraphContext, p: float = 0.0,
+                   training: bool = False,
+                   scale: Optional[float] = None) -> Tensor:
+    r"""Multi-head attention among the nodes of each graph.
+
+    Args:
+        qkv: ``[3, *G, N, d_h]`` queries, keys and values of the ``N`` nodes
+            for ``G`` heads (one or more head dimensions; any strides).
+        ctx: the batch (dense layout and key mask, cached per batch).
+        p: attention dropout (training only).
+        scale: score scale, :math:`1/\sqrt{d_h}` by default.
+
+    Returns ``[*G, N, d_h]``: per head, :math:`\mathrm{Drop}(\mathrm{softmax}_j
+    (q_i \cdot k_j\, \mathrm{scale}))\, V` over the nodes ``j`` of the graph
+    of ``i``.
+    """
+    layout = ctx.layout
+    B, n = layout.num_graphs, layout.n_max
+    heads, (N, dh) = tuple(qkv.shape[1:-2]), qkv.shape[-2:]
+    G = math.prod(heads)
+    scale = 1.0 / math.sqrt(dh) if scale is None else scale
+    buf = torch.index_copy(qkv.new_zeros((3, ) + heads + (B * n, dh)),
+                           qkv.dim() - 2, layout.index, qkv)
+    buf = buf.view(3, G, B, n, dh)
+    drop = training and p > 0.0
+    if drop or n <= EXPLICIT_MAX_NODES:
+        q, k, v = (t.reshape(G * B, n, dh) for t in buf.unbind(0))
+        scores = torch.baddbmm(_head_key_bias(ctx, G, qkv.dtype), q,
+                               k.transpose(1, 2), alpha=scale)
+        attn = attention_dropout(scores.softmax(dim=-1), p, drop, scale=False)
+        out = torch.bmm(attn, v)
+        if drop:
+            out = out.mul_(keep_scale(p))
+    else:
+        q, k, v = (t.transpose(0, 1) for t in buf.unbind(0))  # [B, G, n, d_h]
+        out = F.scaled_dot_product_attention(q, k, v, attn_mask=key_mask(ctx),
+                                             scale=scale).transpose(0, 1)
+    return out.reshape(heads + (B * n, dh)).index_select(-2, layout.index)

@@ -6,7 +6,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from graphgps_ext.layer.attention import dense_attention, key_mask
+from graphgps_ext.layer.attention import key_mask, node_attention
 from graphgps_ext.layer.context import GraphContext
 
 
@@ -21,13 +21,14 @@ class Transformer(nn.Module):
             (Q^{(h)} K^{(h)\top} / \sqrt{d_h})\big) V^{(h)}\Big) W_O + b_O
 
     where the softmax runs over the nodes of the query's own graph. Computed
-    by :func:`graphgps_ext.layer.attention.dense_attention` on the dense
-    padded layout ``[B, H, n_max, d_h]`` (``ctx.layout``) with a key padding
-    mask cached per batch: :func:`torch.nn.functional.scaled_dot_product_attention`
-    without dropout, explicit scores with a fast dropout mask in training
-    with ``attn_dropout > 0``. Memory is :math:`O(B\, n_{max}^2 H)`; padded
-    query rows attend to the real nodes of their graph (finite, then
-    discarded). The parameters match :class:`torch.nn.MultiheadAttention`.
+    by :func:`graphgps_ext.layer.attention.node_attention` on the dense
+    padded layout (``ctx.layout``, head-major ``[H B, n_max, d_h]`` blocks)
+    with a key padding mask cached per batch: explicit scores (``baddbmm``)
+    with a fast dropout mask for small graphs or in training with
+    ``attn_dropout > 0``, :func:`torch.nn.functional.scaled_dot_product_attention`
+    otherwise. Memory is :math:`O(B\, n_{max}^2 H)`; padded query rows attend
+    to the real nodes of their graph (finite, then discarded). The parameters
+    match :class:`torch.nn.MultiheadAttention`.
 
     When ``ctx.record`` is set, the attention is computed explicitly and the
     map ``[B, H, n_max, n_max]`` (zero at padded rows and columns) is offered
@@ -61,21 +62,24 @@ class Transformer(nn.Module):
 
     def forward(self, x: Tensor, edge_attr: Optional[Tensor],
                 ctx: GraphContext):
-        layout = ctx.layout
-        B, n, H, dh = layout.num_graphs, layout.n_max, self.n_heads, self.head_dim
-        qkv = layout.to_dense(self.qkv(x))  # [B, n, 3d]
-        q, k, v = qkv.view(B, n, 3, H, dh).permute(2, 0, 3, 1, 4)  # [B, H, n, dh]
+        H, dh, N = self.n_heads, self.head_dim, x.size(0)
         p = self.attn_dropout if self.training else 0.0
         if ctx.record is None:
-            h = dense_attention(q, k, v, ctx, p, self.training)
-        else:
-            # A graph without nodes has every key kept (no NaN rows).
-            keep = key_mask(ctx)  # [B, 1, 1, n]
-            scores = (q @ k.transpose(-1, -2)) / math.sqrt(dh)
-            attn = scores.masked_fill(~keep, float('-inf')).softmax(dim=-1)
-            ctx.log('transformer',
-                    attn * layout.mask[:, None, :, None] * layout.mask[:, None, None, :])
-            h = F.dropout(attn, p, training=self.training) @ v
+            qkv = self.qkv(x).view(N, 3, H, dh).permute(1, 2, 0, 3)  # [3, H, N, dh]
+            h = node_attention(qkv, ctx, p, self.training)  # [H, N, dh]
+            return self.out(h.permute(1, 0, 2).reshape(N, self.dim)), None
+        # Recording: the explicit map [B, H, n, n] on the dense layout.
+        layout = ctx.layout
+        B, n = layout.num_graphs, layout.n_max
+        qkv = layout.to_dense(self.qkv(x))  # [B, n, 3d]
+        q, k, v = qkv.view(B, n, 3, H, dh).permute(2, 0, 3, 1, 4)  # [B, H, n, dh]
+        # A graph without nodes has every key kept (no NaN rows).
+        keep = key_mask(ctx)  # [B, 1, 1, n]
+        scores = (q @ k.transpose(-1, -2)) / math.sqrt(dh)
+        attn = scores.masked_fill(~keep, float('-inf')).softmax(dim=-1)
+        ctx.log('transformer',
+                attn * layout.mask[:, None, :, None] * layout.mask[:, None, None, :])
+        h = F.dropout(attn, p, training=self.training) @ v
         h = h.transpose(1, 2).reshape(B, n, self.dim)
         return self.out(layout.to_sparse(h)), None
 
