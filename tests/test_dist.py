@@ -252,8 +252,10 @@ def test_two_processes_reduce_exactly(tmp_path):
     os.environ.setdefault('OMP_NUM_THREADS', '1')
     out = tmp_path / 'out'
     out.mkdir()
-    mp.spawn(_worker, args=(2, str(tmp_path / 'init'), str(out)), nprocs=2,
-             join=True)
+    # fork: the workers inherit this process's imports (no interpreter
+    # start-up); they use one thread each.
+    mp.start_processes(_worker, args=(2, str(tmp_path / 'init'), str(out)),
+                       nprocs=2, join=True, start_method='fork')
     cfg, bundle = _tiny_setup(str(tmp_path / 'single'))
     single, _ = _tiny_eval(cfg, bundle, str(tmp_path / 'single'))
     for rank in range(2):

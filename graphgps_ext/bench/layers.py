@@ -15,9 +15,10 @@ branch's own cost.
 
 Reported per layer type and graph family: graphs/s (median over the timed
 steps, steps after ``--warmup`` untimed ones), milliseconds per batch, peak
-memory of one step (:func:`~graphgps_ext.bench.common.peak_step_memory`) and
-the parameter count. A case that runs out of the memory limit is reported as
-``oom``.
+memory of one step (:func:`~graphgps_ext.bench.common.peak_step_memory`: what
+the step allocates on top of its inputs; ``input_mib`` gives the inputs
+``x``, ``e`` and, for CSA, ``pair``) and the parameter count. A case that
+runs out of the memory limit is reported as ``oom``.
 """
 import gc
 from dataclasses import dataclass, field
@@ -131,13 +132,14 @@ def make_layer_batches(family: GraphFamily, count: int, dim: int, seed: int,
 
 def layer_step(layers: nn.ModuleList, item: LayerBatch,
                autocast=None) -> None:
-    """One forward + backward pass of ``layers`` on ``item``."""
+    """One forward + backward pass of ``layers`` on ``item`` (inside the
+    ``autocast`` context when given)."""
     import contextlib
     from graphgps_ext.layer.context import GraphContext
     ctx = GraphContext.from_batch(item.batch)
     ctx.pair = item.pair
     x, e = item.x, item.edge_attr
-    with (autocast or contextlib.nullcontext()):
+    with (autocast if autocast is not None else contextlib.nullcontext()):
         for layer in layers:
             x, e = layer(x, e, ctx)
         loss = x.float().square().mean()
@@ -203,7 +205,7 @@ def run(device: torch.device, families: Sequence[str] = tuple(FAMILIES),
         distinct_batches: int = 2, seed: int = 0, amp: bool = False,
         use_compile: bool = False, log=print) -> Dict[str, object]:
     """Run the suite; returns ``{'rows': [...], 'markdown': str}``."""
-    from graphgps_ext.bench.models import autocast_ctx
+    from graphgps_ext.config.speed import autocast
     names = list(types or LAYER_TYPES)
     unknown = [t for t in names if t not in LAYER_TYPES]
     if unknown:
@@ -215,7 +217,8 @@ def run(device: torch.device, families: Sequence[str] = tuple(FAMILIES),
         batches = {}
         for name in names:
             lt = LAYER_TYPES[name]
-            cfg = layer_cfg(lt, dim)
+            cfg = layer_cfg(lt, dim, extra=['train.amp',
+                                            'bf16' if amp else 'none'])
             torch.manual_seed(seed)
             layers = build_layers(cfg, depth).to(device).train()
             params = sum(p.numel() for p in layers.parameters())
@@ -227,8 +230,8 @@ def run(device: torch.device, families: Sequence[str] = tuple(FAMILIES),
                 batches[with_pair] = make_layer_batches(
                     family, distinct_batches, dim, seed, with_pair, device)
             items = batches[with_pair]
-            ac = autocast_ctx(amp, device)
-            m = measure_steps(lambda it: layer_step(net, it, ac), items,
+            m = measure_steps(lambda it: layer_step(
+                net, it, autocast(cfg, device.type)), items,
                               device, warmup, steps, budget_s,
                               family.batch_size)
             row = {'family': fam_name, 'layer': name,
@@ -237,6 +240,9 @@ def run(device: torch.device, families: Sequence[str] = tuple(FAMILIES),
                    'ms_per_batch': m.ms_per_batch, 'peak_mib': m.peak_mib,
                    'steps': m.steps, 'status': m.status,
                    'batch_size': family.batch_size,
+                   'input_mib': sum(t.numel() * t.element_size() for t in
+                                    (items[0].x, items[0].edge_attr,
+                                     items[0].pair) if t is not None) / common.MiB,
                    'nodes_per_batch': int(items[0].batch.num_nodes),
                    'edges_per_batch': int(items[0].batch.edge_index.size(1)),
                    'load_average_1min': common.load_average()}

@@ -25,7 +25,6 @@ changes hit every row alike), the ratio of train graphs/s to the anchor
 measured with the authors' code (issue #8), and the peak memory of one
 training step (:func:`~graphgps_ext.bench.common.peak_step_memory`).
 """
-import contextlib
 import gc
 import time
 from dataclasses import dataclass
@@ -35,9 +34,9 @@ import torch
 from torch import nn
 
 from graphgps_ext.bench import common
-from graphgps_ext.config.speed import clip_grad_norm_
 from graphgps_ext.bench.data import (EDGE_TYPES, FAMILIES, NODE_TYPES,
                                      add_rwse, make_graphs)
+from graphgps_ext.config.speed import autocast, clip_grad_norm_
 
 
 def make_cfg(opts: Sequence = ()):
@@ -65,13 +64,6 @@ def zinc_task():
                     node_encoder='TypeDictNode', node_dim=1,
                     node_num_types=NODE_TYPES, edge_encoder='TypeDictEdge',
                     edge_dim=1, edge_num_types=EDGE_TYPES, head='graph_mlp')
-
-
-def autocast_ctx(bf16: bool, device: torch.device):
-    """bf16 autocast on ``device`` when asked for, else a no-op."""
-    if not bf16:
-        return contextlib.nullcontext()
-    return torch.autocast(device_type=device.type, dtype=torch.bfloat16)
 
 
 # The authors' ZINC settings shared by every row (GraphGPS zinc-GPS+RWSE).
@@ -204,7 +196,6 @@ class Runner:
         self.net = compile_model(self.model, cfg)
         self.optimizer = build_optimizer(cfg, self.model.parameters())
         self.loss_fn = LOSSES['l1']
-        self.bf16 = bf16
         self.clip = (cfg.optim.clip_grad_norm_value
                      if cfg.optim.clip_grad_norm else None)
         bs = cfg.train.batch_size
@@ -212,11 +203,10 @@ class Runner:
         self.train_loader = DataLoader(dataset, batch_size=bs, shuffle=True,
                                        generator=gen)
         self.eval_loader = DataLoader(dataset, batch_size=bs, shuffle=False)
-        self.num_graphs = len(dataset)
 
     def train_step(self, batch) -> float:
         batch = batch.to(self.device)
-        with autocast_ctx(self.bf16, self.device):
+        with autocast(self.cfg, self.device.type):
             pred, true = self.net(batch)
             loss = self.loss_fn(pred.float(), true)
         self.optimizer.zero_grad(set_to_none=True)
@@ -251,7 +241,7 @@ class Runner:
                 if limit is not None and i >= limit:
                     break
                 batch = batch.to(self.device)
-                with autocast_ctx(self.bf16, self.device):
+                with autocast(self.cfg, self.device.type):
                     pred, _ = self.net(batch)
                 pred.float().sum().item()
                 count += batch.num_graphs
@@ -325,11 +315,12 @@ def run(device: torch.device, rows: Optional[Sequence[str]] = None,
             'peak_step_mib': mem, 'warmup_s': res['warmup_s'],
             'load_average_1min': res['load'],
         })
+    batch_size = runners[names[0]].cfg.train.batch_size
     del runners
     gc.collect()
     return {'rows': out_rows, 'markdown': markdown(out_rows),
             'settings': {'graphs': len(dataset), 'repeats': repeats,
-                         'batch_size': 32, 'encodings': source,
+                         'batch_size': batch_size, 'encodings': source,
                          'compile': use_compile, 'bf16': bf16,
                          'opts': [str(o) for o in opts]}}
 

@@ -47,12 +47,14 @@ def fit_slope(sizes: Sequence[float], times: Sequence[float]) -> float:
 
 
 def verdict(slope: float) -> str:
+    """What the measured slope says: ``flat`` (cost linear in nodes + edges
+    over the measured sizes), ``∝ n`` (quadratic per graph) or between."""
     if slope != slope:
         return '–'
     if slope < 0.3:
-        return 'linear in N+E'
+        return 'flat: ∝ N+E'
     if slope > 0.7:
-        return 'quadratic in n'
+        return '∝ n: quadratic per graph'
     return 'between'
 
 
@@ -99,8 +101,8 @@ def run(device: torch.device, sizes: Sequence[int] = SIZES,
                 f'{common.fmt(per_epoch, 3):>8s} s/epoch  {m.status}')
         slope = fit_slope(sizes, epoch_s)
         fits.append({'layer': name, 'slope': slope, 'verdict': verdict(slope),
-                     'expected': ('linear in N+E' if lt.complexity == 'linear'
-                                  else 'quadratic in n')})
+                     'expected': ('O(N+E)' if lt.complexity == 'linear'
+                                  else 'O(Σ n²) dense attention')})
         del layers
     return {'rows': rows, 'fits': fits, 'sizes': list(sizes),
             'markdown': markdown(rows, fits, sizes),
@@ -134,16 +136,20 @@ def plot(result: Dict[str, object], path: str):
     import matplotlib.pyplot as plt
     sizes = result['sizes']
     by = {(r['layer'], r['n']): r['epoch_s'] for r in result['rows']}
+    from matplotlib.ticker import NullFormatter
     fig, ax = plt.subplots(figsize=(7.5, 5))
-    for f in result['fits']:
+    colors = plt.get_cmap('tab20').colors
+    for i, f in enumerate(result['fits']):
         ys = [by.get((f['layer'], n), float('nan')) for n in sizes]
-        dashed = f['expected'].startswith('quadratic')
+        dashed = f['expected'] != 'O(N+E)'
         ax.plot(sizes, ys, marker='o', linestyle='--' if dashed else '-',
+                color=colors[(2 * i) % 20 + (2 * i) // 20],
                 label=f"{f['layer']} (slope {f['slope']:.2f})")
     ax.set_xscale('log')
     ax.set_yscale('log')
     ax.set_xticks(sizes)
     ax.set_xticklabels([str(n) for n in sizes])
+    ax.xaxis.set_minor_formatter(NullFormatter())
     ax.set_xlabel('nodes per graph n (fixed nodes per epoch)')
     ax.set_ylabel('seconds per epoch (forward + backward, one layer)')
     nodes = result['settings']['nodes_per_epoch']

@@ -29,6 +29,10 @@ def csa_cfg(cfg):
     # Parity: biases on the shared edge maps W_EA, W_EV as in the authors'
     # SharedEdgeEncoder (the E^att bias cancels in the softmax).
     cfg.csa.parity_edge_bias = False
+    # Memory bound for large graphs: above this many entries of the filter
+    # tensor [B, n, n, H, C], the query rows are processed in blocks under
+    # activation checkpointing (same results; 0 = never).
+    cfg.csa.chunk_elems = 2 ** 26
 
 
 choices('csa.attn_dropout_mode', ['connection', 'node', 'channel'])

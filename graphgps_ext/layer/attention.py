@@ -10,19 +10,18 @@ r"""Shared pieces of the dense attention branches (Transformer, MNA, full GT).
   ...; off by at most :math:`7.7 \cdot 10^{-6}` otherwise) and the kept
   entries are scaled by the exact inverse of the keep probability, so the
   expectation is unchanged;
-- :func:`dense_attention`: :math:`\mathrm{Drop}(\mathrm{softmax}(Q K^\top
-  / \sqrt{d_h} + \text{mask}))\, V` on ``[B, H, n, d_h]`` tensors. Without
-  dropout it is :func:`torch.nn.functional.scaled_dot_product_attention`
-  (fused kernels); with dropout in training, where SDPA falls back to its
-  unfused path with a slow Bernoulli mask, the scores are materialised once
-  and masked with :func:`attention_dropout`;
-- :func:`node_attention`: the same from node-level ``q, k, v`` ``[N, d_h]``
-  per head, scattered once into a head-major dense buffer
-  ``[3, G, B, n, d_h]`` so that the score and value products are plain
-  ``baddbmm`` / ``bmm`` calls on contiguous ``[G B, n, d_h]`` blocks (no
-  permute copies), gathered back to the nodes at the end. Small graphs
-  (``n_max <= 64``) or dropout take this explicit path, larger graphs without
-  dropout the fused SDPA kernel.
+- :func:`node_attention`: :math:`\mathrm{Drop}(\mathrm{softmax}(Q K^\top
+  / \sqrt{d_h} + \text{mask}))\, V` among the nodes of each graph from
+  node-level ``q, k, v`` ``[N, d_h]`` per head, scattered once into a
+  head-major dense buffer ``[3, G, B, n, d_h]`` so that the score and value
+  products are plain ``baddbmm`` / ``bmm`` calls on contiguous
+  ``[G B, n, d_h]`` blocks (no permute copies), gathered back to the nodes
+  at the end. With dropout in training (where
+  :func:`torch.nn.functional.scaled_dot_product_attention` falls back to its
+  unfused path with a slow Bernoulli mask) or for small graphs
+  (``n_max <= 64``) the scores are materialised and masked with
+  :func:`attention_dropout`; larger graphs without dropout use the fused
+  SDPA kernel.
 """
 import math
 from typing import Optional
@@ -58,11 +57,14 @@ def key_bias(ctx: GraphContext, dtype: torch.dtype) -> Tensor:
 def dropout_keep(shape, p: float, device=None) -> Tensor:
     r"""Boolean keep mask of ``shape``: ``True`` with probability
     :math:`1 - \lfloor 2^{16} p \rceil / 2^{16}` (see the module docstring)."""
+    threshold = round(p * 65536) - 32768  # drop the int16 values below it
+    if threshold > 32767:  # p = 1 (the int16 comparison would overflow)
+        return torch.zeros(shape, dtype=torch.bool, device=device)
     numel = math.prod(shape)
     draws = torch.randint(-2 ** 63, 2 ** 63 - 1, ((numel + 3) // 4, ),
                           dtype=torch.int64, device=device)
     bits = draws.view(torch.int16)[:numel].view(shape)
-    return bits >= (round(p * 65536) - 32768)
+    return bits >= threshold
 
 
 def keep_scale(p: float) -> float:
@@ -83,32 +85,6 @@ def attention_dropout(attn: Tensor, p: float, training: bool,
     keep = dropout_keep(attn.shape, p, attn.device).to(attn.dtype)
     out = attn * keep
     return out.mul_(keep_scale(p)) if scale else out
-
-
-def dense_attention(q: Tensor, k: Tensor, v: Tensor, ctx: GraphContext,
-                    p: float = 0.0, training: bool = False,
-                    scale: Optional[float] = None) -> Tensor:
-    r"""Masked multi-head attention on the dense layout of ``ctx``.
-
-    Args:
-        q, k, v: ``[B, H, n_max, d_h]``.
-        ctx: the batch (its key-padding mask is cached).
-        p: attention dropout (training only).
-        scale: score scale, :math:`1/\sqrt{d_h}` by default.
-
-    Returns ``[B, H, n_max, d_h]``; padded query rows are finite (they attend
-    to the real nodes of their graph) and meant to be discarded.
-    """
-    scale = 1.0 / math.sqrt(q.size(-1)) if scale is None else scale
-    if not training or p == 0.0:
-        return F.scaled_dot_product_attention(q, k, v, attn_mask=key_mask(ctx),
-                                              scale=scale)
-    scores = torch.matmul(q * scale, k.transpose(-1, -2))
-    scores = scores.add_(key_bias(ctx, scores.dtype))
-    attn = attention_dropout(scores.softmax(dim=-1), p, True, scale=False)
-    # The inverted-dropout scale on the [B, H, n, d_h] output, not on the
-    # larger [B, H, n, n] weights (the same product).
-    return torch.matmul(attn, v).mul_(keep_scale(p))
 
 
 #: Largest ``n_max`` for which :func:`node_attention` materialises the scores

@@ -72,6 +72,15 @@ class CSA(nn.Module):
         edge_bias: biases on :math:`W_{EA}, W_{EV}` (parity with the authors'
             shared edge encoder; the :math:`E^{\mathrm{att}}` bias cancels in
             the softmax and gets no gradient).
+        chunk_elems: memory bound for large graphs: when the filter tensor
+            ``[B, n, n, H, C]`` has more than ``chunk_elems`` entries, the
+            query rows ``i`` are processed in blocks whose filter tensors
+            stay below it, each block under activation checkpointing (its
+            edge terms are computed from ``ctx.pair`` inside the block and
+            its intermediates recomputed in the backward pass), so peak
+            memory is about ``ctx.pair`` plus a few blocks instead of a
+            dozen full ``[B, n, n, d]`` tensors. Same outputs and gradients;
+            ``0`` never chunks.
 
     Shapes:
         ``x`` ``[N, d]``, ``ctx.pair`` ``[B, n_max, n_max, pair_dim]``
@@ -82,7 +91,8 @@ class CSA(nn.Module):
                  mono: bool = False, share_edge_params: bool = False,
                  attn_dropout: float = 0.0,
                  attn_dropout_mode: str = 'connection', out_proj: bool = True,
-                 edge_bias: bool = False, edge_value: bool = True):
+                 edge_bias: bool = False, edge_value: bool = True,
+                 chunk_elems: int = 0):
         super().__init__()
         if dim % heads != 0:
             raise ValueError(f'CSA: dim {dim} is not divisible by the number of '
@@ -98,6 +108,7 @@ class CSA(nn.Module):
         self.share_edge_params = share_edge_params
         self.attn_dropout = attn_dropout
         self.attn_dropout_mode = attn_dropout_mode
+        self.chunk_elems = int(chunk_elems)
         self.lin_q = nn.Linear(dim, dim, bias=False)
         self.lin_k = nn.Linear(dim, dim, bias=False)
         self.lin_v = nn.Linear(dim, dim, bias=False)
@@ -115,7 +126,8 @@ class CSA(nn.Module):
                    attn_dropout_mode=cfg.csa.attn_dropout_mode,
                    out_proj=cfg.csa.out_proj,
                    edge_bias=bool(cfg.csa.parity_edge_bias and share),
-                   edge_value=cfg.csa.edge_value)
+                   edge_value=cfg.csa.edge_value,
+                   chunk_elems=cfg.csa.chunk_elems)
 
     def reset_parameters(self):
         for lin in (self.lin_q, self.lin_k, self.lin_v, self.lin_edge_att,
@@ -142,32 +154,40 @@ class CSA(nn.Module):
         r""":math:`E^{\mathrm{att}}` ``[B, n, n, H, C]`` (``C`` = :math:`d_h`, or 1
         for mono) and :math:`E^{\mathrm{val}}` ``[B, n, n, H, d_h]`` (``None``
         without the value-edge term)."""
+        pair = self._pair(ctx)
+
+        def compute():
+            return self._edge_maps(pair)
+
+        if self.share_edge_params:
+            key = f'csa/edge/{id(self.lin_edge_att)}'
+            return ctx.cached(key, compute)
+        return compute()
+
+    def _pair(self, ctx: GraphContext) -> Tensor:
+        """``ctx.pair`` after a shape check."""
         pair = ctx.pair
         if pair is None:
             raise ValueError(
                 'CSA needs dense pair features ctx.pair [B, n_max, n_max, d]: '
                 'enable pairenc (the CSA pair encoder) in the config')
-        layout = ctx.layout
-        B, n = layout.num_graphs, layout.n_max
+        B, n = ctx.layout.num_graphs, ctx.layout.n_max
         if pair.shape[:3] != (B, n, n) or pair.size(-1) != self.pair_dim:
             raise ValueError(
                 f'CSA: ctx.pair has shape {tuple(pair.shape)}, expected '
                 f'[{B}, {n}, {n}, {self.pair_dim}] (batch size, n_max, n_max, '
                 'pair width)')
+        return pair
 
-        def compute():
-            e_val = None if self.lin_edge_val is None else self.lin_edge_val(pair)
-            return self.lin_edge_att(pair), e_val
-
-        if self.share_edge_params:
-            key = f'csa/edge/{id(self.lin_edge_att)}'
-            e_att, e_val = ctx.cached(key, compute)
-        else:
-            e_att, e_val = compute()
+    def _edge_maps(self, pair: Tensor) -> Tuple[Tensor, Optional[Tensor]]:
+        r""":math:`E^{\mathrm{att}}, E^{\mathrm{val}}` of the pairs ``pair``
+        ``[B, r, n, pair_dim]`` as ``[B, r, n, H, C]`` / ``[B, r, n, H, d_h]``."""
+        shape = pair.shape[:3] + (self.heads, )
         c = 1 if self.mono else self.head_dim
-        if e_val is not None:
-            e_val = e_val.view(B, n, n, self.heads, self.head_dim)
-        return e_att.view(B, n, n, self.heads, c), e_val
+        e_att = self.lin_edge_att(pair).view(shape + (c, ))
+        e_val = None if self.lin_edge_val is None else \
+            self.lin_edge_val(pair).view(shape + (self.head_dim, ))
+        return e_att, e_val
 
     def attention(self, x: Tensor, e_att: Tensor, layout: DenseLayout) -> Tensor:
         r"""Normalised (and, in training, dropped-out) filters
@@ -186,44 +206,75 @@ class CSA(nn.Module):
         return h.view(B, n, len(lins), self.heads, self.head_dim).unbind(2)
 
     def _filters(self, q: Tensor, k: Tensor, e_att: Tensor,
-                 layout: DenseLayout) -> Tuple[Tensor, float]:
-        """Filters ``[B, n, n, H, C]`` after dropout, and the inverted-dropout
-        scale still to apply (1 unless the channel mode defers it to the
-        smaller output tensor)."""
+                 layout: DenseLayout,
+                 node_keep: Optional[Tensor] = None) -> Tuple[Tensor, float]:
+        """Filters ``[B, r, n, H, C]`` of the query rows ``q`` ``[B, r, H,
+        d_h]`` after dropout, and the inverted-dropout scale still to apply
+        (1 unless the channel mode defers it to the smaller output tensor)."""
         score = torch.einsum('bihc,bjhc->bijh', q, k) * self.head_dim**-0.5
         # Padding keys get a huge negative finite score (before the edge bias
         # is broadcast over the channels): exactly zero weight, and no NaN
         # even for a query row without any real key.
         key_pad = ~layout.mask[:, None, :, None]
         score = score.masked_fill(key_pad, torch.finfo(score.dtype).min / 2)
-        attn = torch.softmax(score.unsqueeze(-1) + e_att, dim=2)  # [B, n, n, H, C]
-        return self._dropout(attn)
+        attn = torch.softmax(score.unsqueeze(-1) + e_att, dim=2)  # [B, r, n, H, C]
+        return self._dropout(attn, node_keep)
 
-    def _dropout(self, attn: Tensor) -> Tuple[Tensor, float]:
+    def _node_keep(self, B: int, n: int, device) -> Optional[Tensor]:
+        """The ``'node'`` dropout mask ``[B, 1, n, 1, 1]`` (scaled), drawn once
+        per forward so that every block of query rows drops the same keys."""
+        if not self.training or self.attn_dropout == 0.0 or \
+                self.attn_dropout_mode != 'node':
+            return None
+        p = self.attn_dropout
+        keep = dropout_keep((B, 1, n, 1, 1), p, device).float()
+        return keep.mul_(keep_scale(p))
+
+    def _dropout(self, attn: Tensor,
+                 node_keep: Optional[Tensor] = None) -> Tuple[Tensor, float]:
         p = self.attn_dropout
         if not self.training or p == 0.0:
             return attn, 1.0
-        B, n, _, H, C = attn.shape
+        B, r, n, H, C = attn.shape
         if self.attn_dropout_mode == 'channel':
             if C != self.head_dim:  # mono: a filter entry per channel
-                attn = attn.expand(B, n, n, H, self.head_dim)
+                attn = attn.expand(B, r, n, H, self.head_dim)
             keep = dropout_keep(attn.shape, p, attn.device).to(attn.dtype)
             return attn * keep, keep_scale(p)
-        shape = (B, n, n, 1, 1) if self.attn_dropout_mode == 'connection' \
-            else (B, 1, n, 1, 1)
-        # The mask is small here: the scale goes into it.
-        keep = dropout_keep(shape, p, attn.device).to(attn.dtype)
+        if self.attn_dropout_mode == 'node':
+            keep = node_keep if node_keep is not None else \
+                self._node_keep(B, n, attn.device)
+            return attn * keep.to(attn.dtype), 1.0
+        # Connection mode: the mask [B, r, n, 1, 1] is small, the scale goes
+        # into it.
+        keep = dropout_keep((B, r, n, 1, 1), p, attn.device).to(attn.dtype)
         return attn * keep.mul_(keep_scale(p)), 1.0
 
     def forward(self, x: Tensor, edge_attr: Optional[Tensor],
                 ctx: GraphContext) -> Tuple[Tensor, None]:
         layout = ctx.layout
-        B, n, H, dh = layout.num_graphs, layout.n_max, self.heads, self.head_dim
-        e_att, e_val = self.edge_terms(ctx)
+        B, n = layout.num_graphs, layout.n_max
+        self._pair(ctx)  # a clear error before any work
         q, k, v = self._dense_proj(x, layout, (self.lin_q, self.lin_k, self.lin_v))
-        attn, scale = self._filters(q, k, e_att, layout)
-        if ctx.record is not None:
-            ctx.log('csa', attn if scale == 1.0 else attn * scale)
+        rows = self._block_rows(B, n)
+        if rows >= n or ctx.record is not None:
+            e_att, e_val = self.edge_terms(ctx)
+            attn, scale = self._filters(q, k, e_att, layout)
+            if ctx.record is not None:
+                ctx.log('csa', attn if scale == 1.0 else attn * scale)
+            out = self._aggregate(attn, scale, v, e_val)
+        else:
+            out = self._blocks(q, k, v, ctx, rows)
+        out = layout.to_sparse(out.reshape(B, n, self.dim))
+        if self.lin_out is not None:
+            out = self.lin_out(out)
+        return out, None
+
+    @staticmethod
+    def _aggregate(attn: Tensor, scale: float, v: Tensor,
+                   e_val: Optional[Tensor]) -> Tensor:
+        r""":math:`\sum_j \tilde{\mathbf a}(i, j) \odot (V_j + E^{\mathrm{val}}_{ij})`
+        ``[B, r, H, d_h]`` for filters ``attn`` ``[B, r, n, H, C]``."""
         if attn.size(-1) == 1:  # mono filters: one weight per head
             a = attn.squeeze(-1)
             out = torch.einsum('bijh,bjhc->bihc', a, v)
@@ -233,12 +284,40 @@ class CSA(nn.Module):
             out = torch.einsum('bijhc,bjhc->bihc', attn, v)
         else:
             out = (attn * (v.unsqueeze(1) + e_val)).sum(dim=2)
-        if scale != 1.0:
-            out = out * scale
-        out = layout.to_sparse(out.reshape(B, n, self.dim))
-        if self.lin_out is not None:
-            out = self.lin_out(out)
-        return out, None
+        return out * scale if scale != 1.0 else out
+
+    def _block_rows(self, B: int, n: int) -> int:
+        """Query rows per block so that a block's filter tensor has at most
+        :attr:`chunk_elems` entries (``n``: no blocks)."""
+        per_row = B * n * self.dim
+        if self.chunk_elems <= 0 or per_row * n <= self.chunk_elems:
+            return n
+        return max(1, self.chunk_elems // per_row)
+
+    def _block(self, q: Tensor, k: Tensor, v: Tensor, pair: Tensor,
+               layout: DenseLayout, node_keep: Optional[Tensor]) -> Tensor:
+        """Output rows ``[B, r, H, d_h]`` of the query block ``q`` with the
+        pairs ``pair`` ``[B, r, n, pair_dim]`` of its rows."""
+        e_att, e_val = self._edge_maps(pair)
+        attn, scale = self._filters(q, k, e_att, layout, node_keep)
+        return self._aggregate(attn, scale, v, e_val)
+
+    def _blocks(self, q: Tensor, k: Tensor, v: Tensor, ctx: GraphContext,
+                rows: int) -> Tensor:
+        """All query rows in blocks of ``rows`` (see ``chunk_elems``); a loop
+        over row blocks, each checkpointed when gradients are needed."""
+        from torch.utils.checkpoint import checkpoint
+        layout, pair = ctx.layout, self._pair(ctx)
+        node_keep = self._node_keep(layout.num_graphs, layout.n_max, q.device)
+        outs = []
+        for start in range(0, layout.n_max, rows):
+            block = (q[:, start:start + rows], k, v,
+                     pair[:, start:start + rows], layout, node_keep)
+            if torch.is_grad_enabled():
+                outs.append(checkpoint(self._block, *block, use_reentrant=False))
+            else:
+                outs.append(self._block(*block))
+        return torch.cat(outs, dim=1)
 
     def extra_repr(self) -> str:
         return (f'dim={self.dim}, heads={self.heads}, mono={self.mono}, '

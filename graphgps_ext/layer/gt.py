@@ -8,6 +8,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 from torch_geometric.utils import scatter, softmax
 
+from graphgps_ext.layer.attention import attention_dropout
 from graphgps_ext.layer.context import GraphContext
 from graphgps_ext.layer.hybrid import make_norm
 
@@ -129,9 +130,10 @@ class GT(nn.Module):
     def forward(self, x: Tensor, edge_attr: Optional[Tensor],
                 ctx: GraphContext) -> Tuple[Tensor, Optional[Tensor]]:
         N, H, dk = x.size(0), self.heads, self.head_dim
-        q = self.lin_q(x).view(N, H, dk)
-        k = self.lin_k(x).view(N, H, dk)
-        v = self.lin_v(x).view(N, H, dk)
+        # Q, K, V (bias-free) in one matmul.
+        qkv = F.linear(x, torch.cat([self.lin_q.weight, self.lin_k.weight,
+                                     self.lin_v.weight]))
+        q, k, v = qkv.view(N, 3, H, dk).unbind(1)
         if self.full_graph:
             out = self._dense(q, k, v, ctx)
             return self.lin_o(out.reshape(N, self.dim)), None
@@ -166,14 +168,14 @@ class GT(nn.Module):
         if not self.clamp_exp:
             attn = softmax(score, dst, num_nodes=N)
             ctx.log('gt', attn)
-            attn = F.dropout(attn, self.attn_dropout, self.training)
+            attn = attention_dropout(attn, self.attn_dropout, self.training)
             return scatter(attn.unsqueeze(-1) * v_src, dst, dim=0, dim_size=N,
                            reduce='sum')
         ex = score.clamp(-CLAMP, CLAMP).exp()
         z = scatter(ex, dst, dim=0, dim_size=N, reduce='sum')  # [N, H]
         eps = 0.0 if (self.no_eps and not self.edge_features) else EPS
         ctx.log('gt', ex / (z[dst] + eps))
-        ex = F.dropout(ex, self.attn_dropout, self.training)
+        ex = attention_dropout(ex, self.attn_dropout, self.training)
         wv = scatter(ex.unsqueeze(-1) * v_src, dst, dim=0, dim_size=N,
                      reduce='sum')
         return wv / (z.unsqueeze(-1) + eps)
@@ -193,7 +195,7 @@ class GT(nn.Module):
             # A row without any valid key (single-node graph) gets all zeros.
             attn = torch.softmax(score, dim=-1) * valid
             ctx.log('gt', attn)
-            attn = F.dropout(attn, self.attn_dropout, self.training)
+            attn = attention_dropout(attn, self.attn_dropout, self.training)
             out = torch.einsum('bhij,bjhc->bihc', attn, vd)
         else:
             ex = score.clamp(-CLAMP, CLAMP).exp() * valid
@@ -202,7 +204,7 @@ class GT(nn.Module):
             z = z + (~layout.mask)[:, None, :, None].to(z.dtype)
             denom = z + (0.0 if self.no_eps else EPS)
             ctx.log('gt', ex / denom)
-            ex = F.dropout(ex, self.attn_dropout, self.training)
+            ex = attention_dropout(ex, self.attn_dropout, self.training)
             out = torch.einsum('bhij,bjhc->bihc', ex, vd) / denom.permute(0, 2, 1, 3)
         return layout.to_sparse(out)
 

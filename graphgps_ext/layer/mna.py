@@ -7,7 +7,7 @@ from torch import Tensor, nn
 from torch_geometric.nn.resolver import activation_resolver
 from torch_geometric.utils import add_remaining_self_loops, scatter
 
-from graphgps_ext.layer.attention import dense_attention
+from graphgps_ext.layer.attention import node_attention
 from graphgps_ext.layer.context import GraphContext
 
 FUSIONS = ('adaptive', 'sum', 'mean', 'concat')
@@ -68,7 +68,7 @@ class MNA(nn.Module):
     per batch (``ctx.cached``); :math:`\hat A^k X` uses sparse scatters; the
     :math:`(c+1) m` attention heads of all kernels run in one masked
     attention call on the dense ``[B, n_max]`` layout
-    (:func:`graphgps_ext.layer.attention.dense_attention`).
+    (:func:`graphgps_ext.layer.attention.node_attention`).
 
     All projections are bias-free matrices, as written in eq. 8-10 (the paper
     has no public code); :math:`\sigma` is not named by the paper
@@ -163,8 +163,7 @@ class MNA(nn.Module):
     def kernels_out(self, x: Tensor, ctx: GraphContext) -> Tensor:
         r"""Outputs of all kernels :math:`Z^k`, ``[N, c+1, d]``."""
         edge_index, weight = self.adjacency(ctx)
-        layout = ctx.layout
-        B, n, N = layout.num_graphs, layout.n_max, x.size(0)
+        N = x.size(0)
         K, m, dh = self.kernels, self.heads, self.head_dim
         props = [x]
         for _ in range(self.hops):  # Â^k X, k = 1..c (loop over hops)
@@ -173,15 +172,11 @@ class MNA(nn.Module):
         q = torch.bmm(p, self.weight_q)  # [K, N, m d_h]
         k = torch.bmm(p, self.weight_k)
         v = torch.einsum('nd,kde->kne', x, self.weight_v)
-
-        def dense(t):  # [K, N, m d_h] -> [B, K m, n, d_h]
-            t = t.view(K, N, m, dh).permute(1, 0, 2, 3).reshape(N, K * m, dh)
-            return layout.to_dense(t).transpose(1, 2)
-
-        # Keys of the same graph; the key mask is cached per batch.
-        z = dense_attention(dense(q), dense(k), dense(v), ctx,
-                            self.attn_dropout, self.training)
-        z = layout.to_sparse(z.transpose(1, 2)).reshape(N, K, m * dh)
+        # [3, K, m, N, d_h]: the K m heads of all kernels in one attention
+        # call over the nodes of each graph (key mask cached per batch).
+        qkv = torch.stack([q, k, v]).view(3, K, N, m, dh).transpose(2, 3)
+        z = node_attention(qkv, ctx, self.attn_dropout, self.training)
+        z = z.permute(2, 0, 1, 3).reshape(N, K, m * dh)  # [N, K, m d_h]
         return torch.einsum('nki,kid->nkd', z, self.weight_o)
 
     def fuse(self, z: Tensor, ctx: Optional[GraphContext] = None) -> Tensor:

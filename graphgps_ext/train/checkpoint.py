@@ -10,8 +10,9 @@ scheduler states, the Python / NumPy / torch (and CUDA) RNG states (of
 every process of a data-parallel run in ``rng_ranks``, with its
 ``world_size``), the training DataLoader's generator state when it shuffles
 with one (``make_loaders``' sampler needs none: its order is a function of
-seed and epoch), the epoch, the best-so-far record and the W&B run id. ``best.pt`` holds the model weights of the best validation
-epoch with ``epoch`` and the metric value.
+seed and epoch), the epoch, the best-so-far record and the W&B run id.
+``best.pt`` holds the model weights of the best validation epoch with
+``epoch`` and the metric value.
 """
 import os
 import random

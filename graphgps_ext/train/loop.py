@@ -224,6 +224,7 @@ class Trainer:
         preds: List[Tensor] = []
         trues: List[Tensor] = []
         total, count = 0.0, 0
+        bad = None  # (batch index, 'NaN' | 'infinite') of a non-finite loss
         lr = current_lr(self.optimizer)
         start = time.perf_counter()
         batches = loader
@@ -238,16 +239,16 @@ class Trainer:
                 pred, true = net(batch)
                 loss = self.loss_fn(pred, true)
                 finite = bool(torch.isfinite(loss))
-                if (not finite if self.world_size == 1
-                        else dist.any_true(not finite)):
-                    what = (('NaN' if torch.isnan(loss) else 'infinite')
-                            if not finite else 'non-finite (on another process)')
-                    raise NonFiniteLossError(
-                        f'{what} loss in '
-                        f'{split} at epoch {epoch + 1}, batch {i + 1}. Lower '
-                        'optim.base_lr or set optim.clip_grad_norm True '
-                        f'(optim.clip_grad_norm_value); {self.last_path} keeps '
-                        'the last good state.')
+                if not finite and bad is None:
+                    bad = (i, 'NaN' if torch.isnan(loss) else 'infinite')
+                if train and self.world_size > 1:
+                    # Every process stops at once, before the step.
+                    if dist.any_true(not finite):
+                        self._raise_non_finite(split, epoch, bad)
+                elif not finite:
+                    if self.world_size == 1:
+                        self._raise_non_finite(split, epoch, bad)
+                    continue  # evaluation shards differ in length: agree below
                 if train:
                     self.optimizer.zero_grad(set_to_none=True)
                     loss.backward()
@@ -264,6 +265,8 @@ class Trainer:
                 preds.append(pred.cpu())
                 trues.append(true.cpu() if true is not None
                              else torch.zeros(pred.size(0), dtype=torch.long))
+        if self.world_size > 1 and not train and dist.any_true(bad is not None):
+            self._raise_non_finite(split, epoch, bad)
         if self.world_size > 1:
             total, count = dist.all_reduce_sum(
                 torch.tensor([total, count], dtype=torch.float64)).tolist()
@@ -277,6 +280,15 @@ class Trainer:
             record['time_epoch'] = time.perf_counter() - start
             record['params'] = self.params
         return dist.broadcast_object(record)
+
+    def _raise_non_finite(self, split: str, epoch: int, bad):
+        where = (f'{bad[1]} loss in {split} at epoch {epoch + 1}, batch {bad[0] + 1}'
+                 if bad is not None else
+                 f'non-finite loss in {split} at epoch {epoch + 1} on another process')
+        raise NonFiniteLossError(
+            f'{where}. Lower optim.base_lr or set optim.clip_grad_norm True '
+            f'(optim.clip_grad_norm_value); {self.last_path} keeps the last '
+            'good state.')
 
     def fit(self) -> Optional[Dict[str, Any]]:
         """Train until ``optim.max_epoch`` or a stop rule; returns the best record."""

@@ -299,3 +299,32 @@ def test_from_cfg_and_recording():
     before = copy.deepcopy(layer.lin_q.weight)
     layer.reset_parameters()
     assert not torch.equal(before, layer.lin_q.weight)
+
+
+@pytest.mark.parametrize('mono', [False, True])
+@pytest.mark.parametrize('mode', ['connection', 'node'])
+def test_row_blocks_give_the_same_outputs_and_gradients(mono, mode):
+    """``chunk_elems``: query-row blocks under checkpointing = one pass."""
+    p = 0.5 if mode == 'node' else 0.0  # node masks are drawn once: same RNG
+    whole = CSA(DIM, HEADS, mono=mono, attn_dropout=p,
+                attn_dropout_mode=mode).double().train()
+    blocks = copy.deepcopy(whole)
+    blocks.chunk_elems = 1  # one query row per block
+    x, ctx = collate(GRAPHS)
+    assert blocks._block_rows(ctx.layout.num_graphs, ctx.layout.n_max) == 1
+    outs, grads = [], []
+    for layer in (whole, blocks):
+        xg = x.clone().requires_grad_(True)
+        _, c = collate(GRAPHS)
+        torch.manual_seed(11)
+        out = layer(xg, None, c)[0]
+        out.square().sum().backward()
+        outs.append(out)
+        grads.append([xg.grad] + [q.grad for q in layer.parameters()])
+    torch.testing.assert_close(outs[0], outs[1])
+    for a, b in zip(*grads):
+        torch.testing.assert_close(a, b)
+    with torch.no_grad():
+        whole.eval(), blocks.eval()
+        torch.testing.assert_close(whole(x, None, ctx)[0],
+                                   blocks(x, None, ctx)[0])
