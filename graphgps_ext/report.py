@@ -44,6 +44,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 import yaml
+from graphgps_ext.logger import read_jsonl
 
 SPLITS = ('train', 'val', 'test')
 TSV_COLUMNS = ('paper', 'table', 'config', 'seeds', 'ref_table', 'dataset',
@@ -143,22 +144,6 @@ def _read_json(path: str) -> Optional[Any]:
         return None
 
 
-def _read_jsonl(path: str) -> List[Dict[str, Any]]:
-    out = []
-    if not os.path.exists(path):
-        return out
-    with open(path) as f:
-        for line in f:
-            line = line.strip()
-            if not line:
-                continue
-            try:
-                out.append(json.loads(line))
-            except ValueError:
-                break  # a torn last line of a running job
-    return out
-
-
 def _read_yaml(path: str) -> Dict[str, Any]:
     try:
         with open(path) as f:
@@ -226,7 +211,7 @@ def load_results(results_dir: str, name: str, curves: bool = True) -> Optional[C
         done_info = _read_json(done_path) if done else None
         stats = {}
         if curves or not done_info:
-            stats = {s: _read_jsonl(os.path.join(path, s, 'stats.jsonl')) for s in SPLITS}
+            stats = {s: read_jsonl(os.path.join(path, s, 'stats.jsonl')) for s in SPLITS}
         epochs = None
         if isinstance(done_info, dict) and done_info.get('epochs') is not None:
             epochs = int(done_info['epochs'])
@@ -240,7 +225,7 @@ def load_results(results_dir: str, name: str, curves: bool = True) -> Optional[C
         best = _read_json(os.path.join(base, 'agg', split, 'best.json'))
         if isinstance(best, dict):
             agg[split] = best
-    agg_stats = {s: _read_jsonl(os.path.join(base, 'agg', s, 'stats.jsonl'))
+    agg_stats = {s: read_jsonl(os.path.join(base, 'agg', s, 'stats.jsonl'))
                  for s in SPLITS} if agg and (curves or not seeds) else {}
     if not seeds and not agg:
         return None

@@ -1,6 +1,6 @@
 """Shared test fixtures.
 
-- ``shared_data``: copies folders of ``/work/shared/data`` (read-only, see its
+- ``shared_data``: copies folders of ``../shared/data`` (read-only, see its
   README) into ``tmp_path`` so that loaders can write ``processed/``.
 - ``tiny_cfg``: a GraphGym config with this project's training keys, for
   unit tests that need no dataset or model modules.
@@ -16,8 +16,17 @@ from types import SimpleNamespace
 import pytest
 import torch
 from torch import nn
+from yacs.config import CfgNode as CN
 
-SHARED_DATA = os.environ.get('GRAPHGPS_EXT_SHARED_DATA', '/work/shared/data')
+from graphgps_ext.config.gt import gt_cfg
+from graphgps_ext.config.posenc import posenc_cfg
+
+# The benchmark data beside the checkout (``../shared/data``, as in CI), or
+# wherever GRAPHGPS_EXT_SHARED_DATA points.
+SHARED_DATA = os.environ.get(
+    'GRAPHGPS_EXT_SHARED_DATA',
+    os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                 os.pardir, 'shared', 'data'))
 
 
 @pytest.fixture
@@ -146,3 +155,19 @@ def tiny_run(monkeypatch, tiny_bundle):
     monkeypatch.setattr(run, 'load_dataset', lambda cfg: tiny_bundle)
     monkeypatch.setattr(run, 'make_loaders', tiny_loaders)
     return run
+
+
+@pytest.fixture
+def make_cfg():
+    """A fresh config with the groups the encodings read (no global state;
+    tests/encoder and tests/transform)."""
+    def make():
+        c = CN()
+        c.dataset = CN(dict(node_encoder=False, node_encoder_name='Atom',
+                            node_encoder_bn=True, edge_encoder=False,
+                            edge_encoder_name='Bond', edge_encoder_bn=True))
+        gt_cfg(c)
+        posenc_cfg(c)
+        c.posenc.progress = False
+        return c
+    return make

@@ -12,10 +12,12 @@
   machines are shared: a load above the thread count means noisy timings);
 - :func:`markdown_table` renders rows for the terminal and the README.
 """
+import contextlib
 import json
 import os
 import platform
 import statistics
+import sys
 import time
 from typing import Callable, Dict, List, Optional, Sequence
 
@@ -56,8 +58,10 @@ def peak_step_memory(step: Callable[[], object], device: torch.device) -> float:
         sync(device)
         return (torch.cuda.max_memory_allocated(device) - base) / MiB
     from torch.profiler import ProfilerActivity, profile
-    with profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
-        step()
+    with _native_stderr_silenced():  # Kineto prints start/stop lines
+        with profile(activities=[ProfilerActivity.CPU],
+                     profile_memory=True) as prof:
+            step()
     points = []
     for ev in prof.events():
         size = ev.self_cpu_memory_usage
@@ -71,6 +75,25 @@ def peak_step_memory(step: Callable[[], object], device: torch.device) -> float:
         cur += size
         peak = max(peak, cur)
     return peak / MiB
+
+
+@contextlib.contextmanager
+def _native_stderr_silenced():
+    """Send file descriptor 2 (native code's stderr) to /dev/null inside the
+    block; Python exceptions still propagate normally."""
+    try:
+        saved = os.dup(2)
+    except OSError:  # no usable stderr descriptor
+        yield
+        return
+    try:
+        sys.stderr.flush()
+        with open(os.devnull, 'w') as null:
+            os.dup2(null.fileno(), 2)
+        yield
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
 
 
 def median(values: Sequence[float]) -> float:

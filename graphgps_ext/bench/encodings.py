@@ -1,6 +1,6 @@
 r"""Benchmark of the structural encodings (issue #4 / #8).
 
-Measures, on real molecules (copies of ``/work/shared/data``):
+Measures, on real molecules (copies of ``../shared/data`` beside the checkout):
 
 - **precompute** seconds per 1,000 graphs of every kind on the first
   ``graphs`` ZINC-12k validation graphs (23 nodes on average) and the first
@@ -27,7 +27,10 @@ from typing import Callable, Dict, List, Optional
 
 import torch
 
-DATA = os.environ.get('GRAPHGPS_EXT_DATA', '/work/shared/data')
+# Real molecules: the benchmark data beside the checkout, or GRAPHGPS_EXT_DATA.
+DATA = os.environ.get('GRAPHGPS_EXT_DATA', os.path.join(
+    os.path.dirname(os.path.abspath(__file__)), os.pardir, os.pardir, os.pardir,
+    'shared', 'data'))
 
 KINDS = {
     'LapPE-10': {'lappe': {'k': 10, 'norm': 'none', 'skip_trivial': False}},

@@ -111,8 +111,14 @@ def test_pe_too_wide_is_an_error(make_cfg):
 
 
 def test_edge_builder_rules(make_cfg):
+    from graphgps_ext.register import register_all
+    register_all()  # the builder asks the registered branches whether they read edges
     cfg = make_cfg()
     assert isinstance(build_edge_encoder(cfg, task(), 8), TypeDictEdge)
+    for layer_type in ('None+CSA+None', 'GCN+Transformer+None', 'None+MNA+None'):
+        cfg.gt.layer_type = layer_type  # no branch reads the edge stream
+        assert build_edge_encoder(cfg, task(), 8) is None
+    cfg.gt.layer_type = 'GINE+Transformer+None'
     no_edges = task(edge_encoder=None)
     cfg.gt.layer_type = 'GCN+Transformer+None'
     assert build_edge_encoder(cfg, no_edges, 8) is None

@@ -1,11 +1,16 @@
 """Fixtures of the loader tests: a config with the dataset keys, and
-writable copies of ``/work/shared/data`` shared by the tests of a module."""
+writable copies of ``../shared/data`` shared by the tests of a module."""
 import os
 import shutil
 
 import pytest
 
-SHARED_DATA = os.environ.get('GRAPHGPS_EXT_SHARED_DATA', '/work/shared/data')
+# The benchmark data beside the checkout (``../shared/data``, as in CI), or
+# wherever GRAPHGPS_EXT_SHARED_DATA points (same rule as tests/conftest.py).
+SHARED_DATA = os.environ.get(
+    'GRAPHGPS_EXT_SHARED_DATA',
+    os.path.join(os.path.dirname(os.path.abspath(__file__)), os.pardir, os.pardir,
+                 os.pardir, 'shared', 'data'))
 SLOW = os.environ.get('GRAPHGPS_EXT_SLOW', '') not in ('', '0')
 
 
