@@ -8,6 +8,7 @@
     best.json            best-validation epoch and every split's stats there
     ckpt/last.pt         resumable state (rewritten each epoch)
     ckpt/best.pt         weights of the best epoch
+    data.json            the dataset as loaded (format, folder, sizes, stand-in)
     split_indices.pt     {split: LongTensor} when the dataset defines them
     events.out.tfevents.*  (tensorboard.use)   wandb/  (wandb.use)
     done                 written when the run finished
@@ -130,6 +131,7 @@ def run_seed(cfg, cfg_file: Optional[str] = None,
                           f"valid: {', '.join(LOSSES)}")
     if main:
         dump_cfg(cfg, os.path.join(run_dir, 'config.yaml'))
+        write_json(os.path.join(run_dir, 'data.json'), bundle.info)
         if getattr(bundle, 'split_indices', None) is not None:
             ckpt.save(bundle.split_indices, os.path.join(run_dir, 'split_indices.pt'))
 

@@ -77,8 +77,10 @@ def test_results_layout_and_learning(three_seeds):
         run = work / 'full' / 'quick' / str(seed)
         for name in ('config.yaml', 'logging.log', 'best.json', 'done', 'ckpt/last.pt',
                      'ckpt/best.pt', 'train/stats.jsonl', 'val/stats.jsonl',
-                     'test/stats.jsonl', 'split_indices.pt'):
+                     'test/stats.jsonl', 'split_indices.pt', 'data.json'):
             assert (run / name).exists(), f'{run}/{name}'
+        data = json.loads((run / 'data.json').read_text())
+        assert data['name'] == 'TreeNeighbourMatch' and data['stand_in'] is False
         train = read_jsonl(str(run / 'train' / 'stats.jsonl'))
         assert len(train) == 10
         assert set(train[0]) >= {'epoch', 'loss', 'accuracy', 'lr', 'time_epoch', 'params'}
