@@ -131,7 +131,8 @@ def run_seed(cfg, cfg_file: Optional[str] = None,
                           f"valid: {', '.join(LOSSES)}")
     if main:
         dump_cfg(cfg, os.path.join(run_dir, 'config.yaml'))
-        write_json(os.path.join(run_dir, 'data.json'), bundle.info)
+        if getattr(bundle, 'info', None):
+            write_json(os.path.join(run_dir, 'data.json'), bundle.info)
         if getattr(bundle, 'split_indices', None) is not None:
             ckpt.save(bundle.split_indices, os.path.join(run_dir, 'split_indices.pt'))
 
