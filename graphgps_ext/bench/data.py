@@ -4,12 +4,12 @@ The benchmark needs graphs of the right *size* (nodes, directed edges,
 degree, feature types, batch size), not real molecules, so every family is
 generated here from a seed, vectorised over the graphs of one size:
 
-- ``zinc``: molecule-like, 16-30 nodes (mean 23) and ``2 (n + 2)``
+- ``zinc``: molecule-like, sizes drawn from a normal law with ZINC's mean
+  and spread (23.1 ± 4.45 nodes, clipped to 9-37) and ``2 (n + 2)``
   directed edges (mean 50) per graph (a random recursive tree plus 3
   ring-closing edges, both directions), 28 atom types, 4 bond types,
-  batch 32 (ZINC averages 23.2 nodes, 49.8 directed edges, sizes 9-37; the
-  size spread matters: dense attention pads every graph to the largest of
-  its batch);
+  batch 32. The spread matters: dense attention pads every graph to the
+  largest of its batch (about 33 nodes for ZINC batches of 32);
 - ``peptides``: molecule-like, 120-180 nodes (mean 150), a tree plus 4 ring
   closures, batch 128 (Peptides-func averages 150.9 nodes, 307 directed
   edges);
@@ -45,7 +45,9 @@ class GraphFamily:
 
     Attributes:
         name: family name.
-        n_min, n_max: graph sizes are drawn uniformly from ``[n_min, n_max]``.
+        n_min, n_max: graph sizes are drawn uniformly from ``[n_min, n_max]``,
+            or, with ``n_std > 0``, from a rounded normal law
+            ``N(n_mean, n_std^2)`` clipped to that range.
         batch_size: graphs per mini-batch of the dataset's usual config.
         kind: ``'molecule'`` (tree + ring closures) or ``'knn'``.
         extra_edges: ring-closing undirected edges per molecule-like graph.
@@ -58,16 +60,31 @@ class GraphFamily:
     kind: str = 'molecule'
     extra_edges: int = 3
     k: int = 8
+    n_mean: float = 0.0
+    n_std: float = 0.0
 
     @property
     def label(self) -> str:
-        n = (f'n={self.n_min}' if self.n_min == self.n_max else
-             f'n≈{(self.n_min + self.n_max) // 2}')
+        if self.n_min == self.n_max:
+            n = f'n={self.n_min}'
+        else:
+            mean = self.n_mean if self.n_std > 0 else \
+                (self.n_min + self.n_max) / 2
+            n = f'n≈{mean:.0f}'
         return f'{self.name} ({n}, batch {self.batch_size})'
+
+    def sizes(self, num: int, gen: torch.Generator) -> Tensor:
+        """``[num]`` graph sizes."""
+        if self.n_std > 0:
+            n = torch.randn(num, generator=gen) * self.n_std + self.n_mean
+            return n.round().long().clamp(self.n_min, self.n_max)
+        return torch.randint(self.n_min, self.n_max + 1, (num, ),
+                             generator=gen)
 
 
 FAMILIES: Dict[str, GraphFamily] = {
-    'zinc': GraphFamily('zinc', 16, 30, 32, 'molecule', extra_edges=3),
+    'zinc': GraphFamily('zinc', 9, 37, 32, 'molecule', extra_edges=3,
+                        n_mean=23.1, n_std=4.45),
     'peptides': GraphFamily('peptides', 120, 180, 128, 'molecule',
                             extra_edges=4),
     'superpixel': GraphFamily('superpixel', 450, 510, 32, 'knn', k=8),
@@ -122,8 +139,7 @@ def make_graphs(family: GraphFamily, num_graphs: int, seed: int = 0,
                 edge_types: int = EDGE_TYPES) -> List[Data]:
     """``num_graphs`` random graphs of ``family``, deterministic in ``seed``."""
     gen = torch.Generator().manual_seed(seed)
-    sizes = torch.randint(family.n_min, family.n_max + 1, (num_graphs, ),
-                          generator=gen)
+    sizes = family.sizes(num_graphs, gen)
     graphs: List[Optional[Data]] = [None] * num_graphs
     for n in sizes.unique().tolist():
         where = (sizes == n).nonzero().view(-1).tolist()

@@ -10,8 +10,8 @@ types through ``TypeDictEdge``, attention dropout 0.5, batch 32, AdamW
 three-layer halving head with sum pooling (GraphGPS ``san_graph``).
 
 The data are synthetic ZINC-size graphs (:mod:`graphgps_ext.bench.data`:
-16-30 nodes, mean 23, and 50 directed edges on average, 28 atom and 4 bond
-types) with RWSE-20
+ZINC's size distribution, 23.1 ± 4.45 nodes, 50 directed edges on average,
+28 atom and 4 bond types) with RWSE-20
 precomputed once by the package's encoding precompute
 (:func:`graphgps_ext.transform.precompute_encodings`). A *train pass* is
 what a training epoch does: iterate a shuffled PyG ``DataLoader`` over the

@@ -31,12 +31,13 @@ def test_zinc_family_has_the_anchor_shapes():
     sizes = torch.tensor([g.num_nodes for g in graphs], dtype=torch.float)
     edges = torch.tensor([g.edge_index.size(1) for g in graphs],
                          dtype=torch.float)
-    assert int(sizes.min()) == 16 and int(sizes.max()) == 30
-    assert abs(float(sizes.mean()) - 23) < 0.5
-    assert abs(float(edges.mean()) - 50) < 1.0
+    assert int(sizes.min()) >= 9 and int(sizes.max()) <= 37
+    assert abs(float(sizes.mean()) - 23.1) < 0.6
+    assert abs(float(sizes.std()) - 4.45) < 0.6
+    assert abs(float(edges.mean()) - 50) < 1.5
     for g in graphs[:50]:
         n, m = g.num_nodes, g.edge_index.size(1)
-        assert m == 2 * (n + 2)
+        assert 2 * (n - 1) <= m <= 2 * (n + 2)  # tree + up to 3 closures
         assert is_undirected(g.edge_index)
         assert not contains_self_loops(g.edge_index)
         assert coalesce(g.edge_index).size(1) == m  # no multi-edges
