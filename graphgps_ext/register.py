@@ -8,7 +8,7 @@ import torch_geometric.graphgym.register as gg
 
 from graphgps_ext import encoder, head, layer
 from graphgps_ext.config import (csa, dataset, gea, gt, gtlayer, head as head_cfg,
-                                 mna, mpnn, posenc, train as train_cfg)
+                                 mna, mpnn, posenc, speed, train as train_cfg)
 from graphgps_ext.network.model import GPSModel
 from graphgps_ext.train import loss
 
@@ -23,6 +23,7 @@ CONFIG_GROUPS = {
     'gtlayer': gtlayer.gtlayer_cfg,
     'head': head_cfg.head_cfg,
     'train_ext': train_cfg.train_cfg,
+    'speed': speed.speed_cfg,
 }
 
 _done = False

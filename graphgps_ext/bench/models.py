@@ -46,9 +46,6 @@ def make_cfg(opts: Sequence = ()):
     from graphgps_ext.config import check_values, merge_list
     from graphgps_ext.config.load import load_cfg
     cfg = load_cfg(None, [])
-    if 'compile' not in cfg.train:  # the speed group is not registered
-        from graphgps_ext.config.speed import speed_cfg
-        speed_cfg(cfg)
     merge_list(cfg, [str(o) for o in opts])
     check_values(cfg)
     cfg.gnn.dim_inner = cfg.gt.dim_hidden
@@ -183,7 +180,8 @@ class Runner:
                  opts: Sequence = ()):
         from torch_geometric.loader import DataLoader
 
-        from graphgps_ext.config.speed import build_optimizer, compile_model
+        from graphgps_ext.config.speed import compile_model
+        from graphgps_ext.train.optim import build_optimizer
         from graphgps_ext.train.loss import LOSSES
 
         self.row, self.device = row, device

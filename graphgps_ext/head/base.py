@@ -8,6 +8,8 @@ from torch import Tensor, nn
 from torch_geometric.nn import global_add_pool, global_max_pool, global_mean_pool
 from torch_geometric.nn.resolver import activation_resolver
 
+from graphgps_ext.layer.dropout import Dropout
+
 POOLS: Dict[str, Callable] = {
     'mean': global_mean_pool,
     'add': global_add_pool,
@@ -70,7 +72,7 @@ class HeadMLP(nn.Module):
             nn.Linear(a, b, bias=bias) for a, b in zip(dims[:-1], dims[1:])
         ])
         self.act = activation_resolver(act)
-        self.dropout = nn.Dropout(dropout)
+        self.dropout = Dropout(dropout)
 
     def reset_parameters(self):
         for lin in self.lins:

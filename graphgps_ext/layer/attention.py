@@ -3,13 +3,6 @@ r"""Shared pieces of the dense attention branches (Transformer, MNA, full GT).
 - :func:`key_mask` / :func:`key_bias`: the key-padding mask ``[B, 1, 1, n]``
   of the dense layout, computed once per batch (``ctx.cached``) and reused by
   every layer;
-- :func:`dropout_keep` and :func:`attention_dropout`: inverted dropout with
-  a fast mask (16 random bits per entry taken from 64-bit draws, about five
-  times cheaper than ``bernoulli_`` on CPU). The drop probability is
-  :math:`p` rounded to a multiple of :math:`2^{-16}` (exact for 0.5, 0.25,
-  ...; off by at most :math:`7.7 \cdot 10^{-6}` otherwise) and the kept
-  entries are scaled by the exact inverse of the keep probability, so the
-  expectation is unchanged;
 - :func:`node_attention`: :math:`\mathrm{Drop}(\mathrm{softmax}(Q K^\top
   / \sqrt{d_h} + \text{mask}))\, V` among the nodes of each graph from
   node-level ``q, k, v`` ``[N, d_h]`` per head, scattered once into a
@@ -20,17 +13,19 @@ r"""Shared pieces of the dense attention branches (Transformer, MNA, full GT).
   :func:`torch.nn.functional.scaled_dot_product_attention` falls back to its
   unfused path with a slow Bernoulli mask) or for small graphs
   (``n_max <= 64``) the scores are materialised and masked with
-  :func:`attention_dropout`; larger graphs without dropout use the fused
+  :func:`graphgps_ext.layer.dropout.dropout`; larger graphs without dropout use the fused
   SDPA kernel.
 """
 import math
-from typing import Optional
+from dataclasses import dataclass
+from typing import List, Optional
 
 import torch
 import torch.nn.functional as F
 from torch import Tensor
 
 from graphgps_ext.layer.context import GraphContext
+from graphgps_ext.layer.dropout import dropout, keep_scale
 
 
 def key_mask(ctx: GraphContext) -> Tensor:
@@ -43,63 +38,140 @@ def key_mask(ctx: GraphContext) -> Tensor:
     return ctx.cached('attention/key_mask', compute)
 
 
-def key_bias(ctx: GraphContext, dtype: torch.dtype) -> Tensor:
-    r"""``[B, 1, 1, n_max]`` additive mask: 0 at real keys, the most negative
-    finite value of ``dtype`` at padding (exactly zero weight after the
-    softmax, never NaN)."""
-    def compute():
-        keep = key_mask(ctx)
-        return torch.zeros(keep.shape, dtype=dtype, device=keep.device) \
-            .masked_fill_(~keep, torch.finfo(dtype).min)
-    return ctx.cached(f'attention/key_bias/{dtype}', compute)
-
-
-def dropout_keep(shape, p: float, device=None) -> Tensor:
-    r"""Boolean keep mask of ``shape``: ``True`` with probability
-    :math:`1 - \lfloor 2^{16} p \rceil / 2^{16}` (see the module docstring)."""
-    threshold = round(p * 65536) - 32768  # drop the int16 values below it
-    if threshold > 32767:  # p = 1 (the int16 comparison would overflow)
-        return torch.zeros(shape, dtype=torch.bool, device=device)
-    numel = math.prod(shape)
-    draws = torch.randint(-2 ** 63, 2 ** 63 - 1, ((numel + 3) // 4, ),
-                          dtype=torch.int64, device=device)
-    bits = draws.view(torch.int16)[:numel].view(shape)
-    return bits >= threshold
-
-
-def keep_scale(p: float) -> float:
-    """``1 / P(keep)`` of :func:`dropout_keep` (0 when everything drops)."""
-    keep = 1.0 - round(p * 65536) / 65536
-    return 1.0 / keep if keep > 0 else 0.0
-
-
-def attention_dropout(attn: Tensor, p: float, training: bool,
-                      scale: bool = True) -> Tensor:
-    """Inverted dropout of ``attn`` with :func:`dropout_keep`; with
-    ``scale=False`` the kept entries are not rescaled (the caller multiplies
-    a smaller tensor downstream by :func:`keep_scale`)."""
-    if not training or p == 0.0:
-        return attn
-    # A float 0/1 mask: multiplying by it (and by it again in the backward)
-    # is several times cheaper on CPU than ``where`` or a bool operand.
-    keep = dropout_keep(attn.shape, p, attn.device).to(attn.dtype)
-    out = attn * keep
-    return out.mul_(keep_scale(p)) if scale else out
-
-
-#: Largest ``n_max`` for which :func:`node_attention` materialises the scores
-#: without dropout (above it the fused SDPA kernel is faster on CPU).
+#: Largest block size ``n`` for which :func:`node_attention` materialises
+#: the scores without dropout (above it the fused SDPA kernel is faster on CPU).
 EXPLICIT_MAX_NODES = 64
 
+#: Most blocks of :func:`attention_blocks` per batch.
+MAX_BLOCKS = 4
 
-def _head_key_bias(ctx: GraphContext, heads: int, dtype: torch.dtype) -> Tensor:
-    """:func:`key_bias` repeated head-major: ``[heads * B, 1, n_max]``."""
+#: Fixed cost of one more block, in score entries per head: the extra kernel
+#: launches of a block (about ten forward and backward calls) cost about as
+#: much as this many entries of the score, softmax and value products.
+BLOCK_OVERHEAD = 4_000
+
+
+@dataclass
+class AttentionBlock:
+    r"""Graphs of similar size padded together: ``graphs`` graphs of at most
+    ``n`` nodes in rows ``[start, start + graphs * n)`` of the per-head
+    buffer; ``keep [graphs, 1, n]`` marks their real keys (every key of a
+    graph without nodes)."""
+    start: int
+    graphs: int
+    n: int
+    keep: Tensor
+
+
+@dataclass
+class AttentionBlocks:
+    r"""Where every node sits in the blocked buffer of :func:`node_attention`.
+
+    Node ``v`` of a graph in block ``b`` is row ``G * start_b + g * graphs_b
+    * n_b + local_v`` of head ``g`` (blocks one after the other, heads
+    major inside a block, so that each block is a contiguous
+    ``[G * graphs_b, n_b, d_h]`` batch of matrices).
+
+    Attributes:
+        blocks: the blocks, largest graphs first.
+        start: ``[N]`` ``start_b`` of the node's block.
+        rows: ``[N]`` ``graphs_b * n_b`` of the node's block.
+        local: ``[N]`` row of the node inside one head of its block.
+        total: rows per head, :math:`\sum_b \mathrm{graphs}_b\, n_b`.
+    """
+    blocks: List[AttentionBlock]
+    start: Tensor
+    rows: Tensor
+    local: Tensor
+    total: int
+
+    def positions(self, heads: int) -> Tensor:
+        """``[heads, N]`` buffer row of every node for each head."""
+        g = torch.arange(heads, device=self.local.device)[:, None]
+        return heads * self.start + g * self.rows + self.local
+
+
+def partition_sizes(sizes: Tensor, max_blocks: int = MAX_BLOCKS,
+                    overhead: float = BLOCK_OVERHEAD) -> List[int]:
+    r"""Split sizes sorted in descending order into contiguous runs that
+    minimise the padded attention cost plus a fixed cost per run,
+
+    .. math::
+        \min_{0 = b_0 < \dots < b_k = B,\ k \le K}\ \sum_{r=1}^{k}
+            (b_r - b_{r-1})\, s_{b_{r-1}}^2 + k\, \lambda,
+
+    by dynamic programming over the ``[B, B + 1]`` table of run costs (a
+    vectorised min per extra run). Returns the boundaries ``[b_0, ..., b_k]``.
+    """
+    B = sizes.numel()
+    if B <= 1 or max_blocks <= 1:
+        return [0, B]
+    sq = sizes.to(torch.float64).pow(2)
+    end = torch.arange(B + 1, dtype=torch.float64)
+    begin = torch.arange(B, dtype=torch.float64)[:, None]
+    run = ((end - begin) * sq[:, None]).masked_fill(end <= begin, math.inf)
+    cost, best, best_k = run[0], run[0, B] + overhead, 1  # cost[i]: [0, i)
+    args = []
+    for k in range(2, min(max_blocks, B) + 1):
+        cost, arg = (cost[:B, None] + run).min(dim=0)
+        args.append(arg)
+        if cost[B] + k * overhead < best:
+            best, best_k = cost[B] + k * overhead, k
+    bounds = [B]
+    for arg in reversed(args[:best_k - 1]):
+        bounds.append(int(arg[bounds[-1]]))
+    return [0] + bounds[::-1]
+
+
+def attention_blocks(ctx: GraphContext) -> AttentionBlocks:
+    """The :class:`AttentionBlocks` of a batch (computed once, cached): the
+    graphs sorted by size and padded per block of :func:`partition_sizes`."""
     def compute():
-        bias = key_bias(ctx, dtype)  # [B, 1, 1, n]
-        B, n = bias.size(0), bias.size(-1)
-        return bias.view(1, B, 1, n).expand(heads, B, 1, n).reshape(
-            heads * B, 1, n)
-    return ctx.cached(f'attention/head_key_bias/{heads}/{dtype}', compute)
+        batch, B = ctx.batch, ctx.num_graphs
+        device = batch.device
+        counts = torch.bincount(batch, minlength=B)
+        sizes, order = torch.sort(counts, descending=True, stable=True)
+        bounds = partition_sizes(sizes.cpu(), MAX_BLOCKS, BLOCK_OVERHEAD)
+        sizes_list = sizes.tolist()
+        blocks, start = [], 0
+        block_of = torch.empty(B, dtype=torch.long, device=device)
+        slot = torch.empty(B, dtype=torch.long, device=device)
+        starts, rows, widths = [], [], []
+        for b, (lo, hi) in enumerate(zip(bounds[:-1], bounds[1:])):
+            n = sizes_list[lo]
+            graphs = order[lo:hi]
+            block_of[graphs] = b
+            slot[graphs] = torch.arange(hi - lo, device=device)
+            keep = torch.arange(n, device=device) < sizes[lo:hi, None]
+            keep = keep | ~keep.any(dim=-1, keepdim=True)
+            blocks.append(AttentionBlock(start, hi - lo, n, keep[:, None, :]))
+            starts.append(start)
+            rows.append((hi - lo) * n)
+            widths.append(n)
+            start += (hi - lo) * n
+        ptr = torch.zeros(B + 1, dtype=torch.long, device=device)
+        ptr[1:] = counts.cumsum(0)
+        pos = torch.arange(batch.numel(), device=device) - ptr[batch]
+        node_block = block_of[batch]
+        table = torch.tensor([starts, rows, widths], dtype=torch.long,
+                             device=device)[:, node_block]
+        local = slot[batch] * table[2] + pos
+        return AttentionBlocks(blocks, table[0], table[1], local, start)
+    return ctx.cached('attention/blocks', compute)
+
+
+def _block_bias(ctx: GraphContext, block: AttentionBlock, heads: int,
+                dtype: torch.dtype) -> Tensor:
+    """Additive key mask of a block, head-major ``[heads * graphs, 1, n]``:
+    0 at real keys, the most negative finite value at padding (exactly zero
+    weight after the softmax, never NaN)."""
+    def compute():
+        bias = torch.zeros(block.keep.shape, dtype=dtype,
+                           device=block.keep.device)
+        bias.masked_fill_(~block.keep, torch.finfo(dtype).min)
+        return bias.expand(heads, -1, -1, -1).reshape(
+            heads * block.graphs, 1, block.n)
+    return ctx.cached(f'attention/bias/{block.start}/{heads}/{dtype}', compute)
 
 
 def node_attention(qkv: Tensor, ctx: GraphContext, p: float = 0.0,
@@ -110,33 +182,45 @@ def node_attention(qkv: Tensor, ctx: GraphContext, p: float = 0.0,
     Args:
         qkv: ``[3, *G, N, d_h]`` queries, keys and values of the ``N`` nodes
             for ``G`` heads (one or more head dimensions; any strides).
-        ctx: the batch (dense layout and key mask, cached per batch).
+        ctx: the batch (blocks and key masks, cached per batch).
         p: attention dropout (training only).
         scale: score scale, :math:`1/\sqrt{d_h}` by default.
 
     Returns ``[*G, N, d_h]``: per head, :math:`\mathrm{Drop}(\mathrm{softmax}_j
     (q_i \cdot k_j\, \mathrm{scale}))\, V` over the nodes ``j`` of the graph
     of ``i``.
+
+    The nodes are copied once into a buffer of padded blocks
+    (:func:`attention_blocks`: graphs of similar size together, so that a
+    few large graphs do not pad the whole batch to their size), each block
+    is a batch of ``[n_b, d_h]`` matrices for ``baddbmm`` / ``bmm`` (or the
+    fused SDPA kernel), and the outputs are gathered back once.
     """
-    layout = ctx.layout
-    B, n = layout.num_graphs, layout.n_max
+    plan = attention_blocks(ctx)
     heads, (N, dh) = tuple(qkv.shape[1:-2]), qkv.shape[-2:]
     G = math.prod(heads)
     scale = 1.0 / math.sqrt(dh) if scale is None else scale
-    buf = torch.index_copy(qkv.new_zeros((3, ) + heads + (B * n, dh)),
-                           qkv.dim() - 2, layout.index, qkv)
-    buf = buf.view(3, G, B, n, dh)
+    position = ctx.cached(f'attention/positions/{G}',
+                          lambda: plan.positions(G).view(-1))
+    buf = torch.index_copy(qkv.new_zeros(3, G * plan.total, dh), 1, position,
+                           qkv.reshape(3, G * N, dh))
     drop = training and p > 0.0
-    if drop or n <= EXPLICIT_MAX_NODES:
-        q, k, v = (t.reshape(G * B, n, dh) for t in buf.unbind(0))
-        scores = torch.baddbmm(_head_key_bias(ctx, G, qkv.dtype), q,
-                               k.transpose(1, 2), alpha=scale)
-        attn = attention_dropout(scores.softmax(dim=-1), p, drop, scale=False)
-        out = torch.bmm(attn, v)
-        if drop:
-            out = out.mul_(keep_scale(p))
-    else:
-        q, k, v = (t.transpose(0, 1) for t in buf.unbind(0))  # [B, G, n, d_h]
-        out = F.scaled_dot_product_attention(q, k, v, attn_mask=key_mask(ctx),
-                                             scale=scale).transpose(0, 1)
-    return out.reshape(heads + (B * n, dh)).index_select(-2, layout.index)
+    outs = []
+    for block in plan.blocks:
+        rows = slice(G * block.start, G * (block.start + block.graphs * block.n))
+        q, k, v = buf[:, rows].view(3, G * block.graphs, block.n, dh).unbind(0)
+        if drop or block.n <= EXPLICIT_MAX_NODES:
+            scores = torch.baddbmm(_block_bias(ctx, block, G, qkv.dtype), q,
+                                   k.transpose(1, 2), alpha=scale)
+            attn = dropout(scores.softmax(dim=-1), p, drop, scale=False)
+            out = torch.bmm(attn, v)
+        else:
+            keep = block.keep.expand(G, -1, -1, -1).reshape(
+                G * block.graphs, 1, block.n)
+            out = F.scaled_dot_product_attention(q, k, v, attn_mask=keep,
+                                                 scale=scale)
+        outs.append(out.view(-1, dh))
+    out = outs[0] if len(outs) == 1 else torch.cat(outs)
+    if drop:
+        out = out * keep_scale(p)
+    return out.index_select(0, position).view(heads + (N, dh))

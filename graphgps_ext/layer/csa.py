@@ -5,7 +5,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from graphgps_ext.layer.attention import dropout_keep, keep_scale
+from graphgps_ext.layer.dropout import dropout_keep, keep_scale
 from graphgps_ext.layer.context import DenseLayout, GraphContext
 
 DROPOUT_MODES = ('connection', 'node', 'channel')

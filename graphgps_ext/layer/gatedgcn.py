@@ -7,6 +7,7 @@ from torch_geometric.nn.resolver import activation_resolver
 from torch_geometric.utils import scatter
 
 from graphgps_ext.layer.context import GraphContext
+from graphgps_ext.layer.dropout import Dropout
 from graphgps_ext.layer.hybrid import make_norm
 
 #: ``ctx.extras`` key under which the EquivStableLapPE positions ``[N, k]``
@@ -100,7 +101,7 @@ class GatedGCN(nn.Module):
         self.gate = EquivStableGate(dim) if equivstable_pe else None
         self.edge_norm = make_norm(edge_norm, dim)
         self.act = activation_resolver(act)
-        self.dropout = nn.Dropout(dropout)
+        self.dropout = Dropout(dropout)
         self.edge_residual = edge_residual
         self.eps = eps
         self.reset_parameters()

@@ -8,7 +8,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 from torch_geometric.utils import scatter, softmax
 
-from graphgps_ext.layer.attention import attention_dropout
+from graphgps_ext.layer.dropout import Dropout, dropout
 from graphgps_ext.layer.context import GraphContext
 from graphgps_ext.layer.hybrid import make_norm
 
@@ -104,7 +104,7 @@ class GT(nn.Module):
             self.lin_oe = nn.Linear(dim, dim)
             self.norm1_e = make_norm(norm, dim)
             self.ffn_e = nn.Sequential(nn.Linear(dim, 2 * dim), nn.ReLU(),
-                                       nn.Dropout(dropout),
+                                       Dropout(dropout),
                                        nn.Linear(2 * dim, dim))
             self.norm2_e = make_norm(norm, dim)
 
@@ -154,8 +154,8 @@ class GT(nn.Module):
         out = self.lin_o(out.reshape(N, self.dim))
         if not self.edge_features:
             return out, None
-        e = self.lin_oe(F.dropout(w_hat.reshape(-1, self.dim), self.dropout,
-                                  self.training))
+        e = self.lin_oe(dropout(w_hat.reshape(-1, self.dim), self.dropout,
+                                self.training))
         e = self.norm1_e(edge_attr + e if self.residual else e)
         f = self.ffn_e(e)
         e = self.norm2_e(e + f if self.residual else f)
@@ -168,14 +168,14 @@ class GT(nn.Module):
         if not self.clamp_exp:
             attn = softmax(score, dst, num_nodes=N)
             ctx.log('gt', attn)
-            attn = attention_dropout(attn, self.attn_dropout, self.training)
+            attn = dropout(attn, self.attn_dropout, self.training)
             return scatter(attn.unsqueeze(-1) * v_src, dst, dim=0, dim_size=N,
                            reduce='sum')
         ex = score.clamp(-CLAMP, CLAMP).exp()
         z = scatter(ex, dst, dim=0, dim_size=N, reduce='sum')  # [N, H]
         eps = 0.0 if (self.no_eps and not self.edge_features) else EPS
         ctx.log('gt', ex / (z[dst] + eps))
-        ex = attention_dropout(ex, self.attn_dropout, self.training)
+        ex = dropout(ex, self.attn_dropout, self.training)
         wv = scatter(ex.unsqueeze(-1) * v_src, dst, dim=0, dim_size=N,
                      reduce='sum')
         return wv / (z.unsqueeze(-1) + eps)
@@ -195,7 +195,7 @@ class GT(nn.Module):
             # A row without any valid key (single-node graph) gets all zeros.
             attn = torch.softmax(score, dim=-1) * valid
             ctx.log('gt', attn)
-            attn = attention_dropout(attn, self.attn_dropout, self.training)
+            attn = dropout(attn, self.attn_dropout, self.training)
             out = torch.einsum('bhij,bjhc->bihc', attn, vd)
         else:
             ex = score.clamp(-CLAMP, CLAMP).exp() * valid
@@ -204,7 +204,7 @@ class GT(nn.Module):
             z = z + (~layout.mask)[:, None, :, None].to(z.dtype)
             denom = z + (0.0 if self.no_eps else EPS)
             ctx.log('gt', ex / denom)
-            ex = attention_dropout(ex, self.attn_dropout, self.training)
+            ex = dropout(ex, self.attn_dropout, self.training)
             out = torch.einsum('bhij,bjhc->bihc', ex, vd) / denom.permute(0, 2, 1, 3)
         return layout.to_sparse(out)
 

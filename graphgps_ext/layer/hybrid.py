@@ -47,6 +47,7 @@ from torch import Tensor, nn
 from torch_geometric.nn.resolver import activation_resolver
 
 from graphgps_ext.layer.context import GraphContext
+from graphgps_ext.layer.dropout import Dropout
 
 BRANCH_KINDS = ('local', 'global', 'external')
 
@@ -72,7 +73,7 @@ class FeedForward(nn.Module):
         self.lin1 = nn.Linear(dim, hidden)
         self.lin2 = nn.Linear(hidden, dim)
         self.act = activation_resolver(act)
-        self.dropout = nn.Dropout(dropout)
+        self.dropout = Dropout(dropout)
 
     def reset_parameters(self):
         self.lin1.reset_parameters()
@@ -115,7 +116,7 @@ class HybridLayer(nn.Module):
             {k: make_norm(norm, dim) for k in self.branches})
         self.pre_norm = pre_norm
         self.residual = residual
-        self.dropout = nn.Dropout(dropout)
+        self.dropout = Dropout(dropout)
         self.ffn = FeedForward(dim, ffn_mult, act, dropout) if ffn else None
         # Post-norm keeps the output norm even without FFN (GraphGPS/GEAET
         # ``use_ffn: False`` still normalise the branch sum).

@@ -3,11 +3,11 @@ import math
 from typing import Optional
 
 import torch
-import torch.nn.functional as F
 from torch import Tensor, nn
 
 from graphgps_ext.layer.attention import key_mask, node_attention
 from graphgps_ext.layer.context import GraphContext
+from graphgps_ext.layer.dropout import dropout
 
 
 class Transformer(nn.Module):
@@ -79,7 +79,7 @@ class Transformer(nn.Module):
         attn = scores.masked_fill(~keep, float('-inf')).softmax(dim=-1)
         ctx.log('transformer',
                 attn * layout.mask[:, None, :, None] * layout.mask[:, None, None, :])
-        h = F.dropout(attn, p, training=self.training) @ v
+        h = dropout(attn, p, self.training) @ v
         h = h.transpose(1, 2).reshape(B, n, self.dim)
         return self.out(layout.to_sparse(h)), None
 

@@ -29,6 +29,13 @@ reduced so that the stats are those of the whole split. Rank 0 computes the
 metrics and sends the record to the others, so model selection, scheduler and
 early stopping decide identically everywhere; only rank 0 writes files.
 Evaluation runs the unwrapped module with rank 0's buffers.
+
+Speed switches (config group ``speed``, :mod:`graphgps_ext.config.speed`):
+``train.compile`` runs the forward passes through :func:`torch.compile`
+(checkpoints still hold the plain module's state, so they load into an
+eager model); ``train.amp bf16`` runs the forward pass under bfloat16
+autocast, in training and evaluation, and computes the loss in float32;
+``optim.fused`` builds a fused Adam/AdamW and clips with ``foreach``.
 """
 import math
 import sys
@@ -39,10 +46,12 @@ import torch
 from torch import Tensor, nn
 
 from graphgps_ext import dist
+from graphgps_ext.config import speed
 from graphgps_ext.logger import RunLogger, get_logger
 from graphgps_ext.metrics import compute_metrics, is_better
 from graphgps_ext.train import checkpoint as ckpt
-from graphgps_ext.train.optim import build_optimizer, build_scheduler, current_lr
+from graphgps_ext.train.optim import (build_optimizer, build_scheduler,
+                                      current_lr, load_optimizer_state)
 
 
 class NonFiniteLossError(RuntimeError):
@@ -67,6 +76,13 @@ def concat(tensors: Sequence[Tensor]) -> Tensor:
     return torch.cat(tensors, dim=0)
 
 
+def _float32(pred):
+    """``pred`` in float32 when autocast made it a half-precision float."""
+    if isinstance(pred, Tensor) and pred.dtype in (torch.bfloat16, torch.float16):
+        return pred.float()
+    return pred
+
+
 def _count(pred: Tensor, true: Optional[Tensor]) -> int:
     ref = true if isinstance(true, Tensor) and true.dim() > 0 else pred
     return int(ref.size(0)) if ref.dim() > 0 else 1
@@ -80,7 +96,8 @@ class Trainer:
         model: returns ``(pred, true)`` for a batch; a ``head`` attribute
             with ``metric_inputs(pred, true, batch)`` is used for metrics.
             May be a DDP replica (:func:`graphgps_ext.dist.wrap_model`);
-            checkpoints hold the unwrapped module's state.
+            checkpoints hold the unwrapped module's state. Forward passes
+            go through :func:`torch.compile` under ``train.compile``.
         loaders: ``{'train': ..., 'val': ..., 'test': ...}`` (``val``/``test``
             optional).
         loss_fn: ``fn(pred, true) -> scalar``.
@@ -113,6 +130,11 @@ class Trainer:
         self.device = device
         self.callbacks = list(callbacks)
         self.log = get_logger()
+        # Forward passes (compiled under train.compile); checkpoints and
+        # parameters use self.model / self.module, never the compiled wrapper.
+        self.train_net = speed.compile_model(model, cfg)
+        self.eval_net = (self.train_net if self.module is model
+                         else speed.compile_model(self.module, cfg))
         self.optimizer = build_optimizer(cfg, model.parameters(),
                                          dist.lr_scale(cfg, self.world_size))
         self.scheduler = build_scheduler(cfg, self.optimizer)
@@ -171,7 +193,7 @@ class Trainer:
                 'current config (was the config changed?). Start afresh with '
                 'train.auto_resume False, or restore the old config.\n'
                 f'{err}') from None
-        self.optimizer.load_state_dict(state['optimizer'])
+        load_optimizer_state(self.optimizer, state['optimizer'])
         if self.scheduler is not None and state['scheduler'] is not None:
             self.scheduler.load_state_dict(state['scheduler'])
         self.best = state['best']
@@ -217,7 +239,7 @@ class Trainer:
             sampler.set_epoch(epoch)
         # Evaluation needs no gradient sync (shards may differ in length):
         # the plain module with rank 0's buffers (BatchNorm statistics).
-        net = self.model if train else self.module
+        net = self.train_net if train else self.eval_net
         if not train:
             dist.sync_buffers(self.module)
         self.model.train(train)
@@ -236,7 +258,9 @@ class Trainer:
         with torch.set_grad_enabled(train):
             for i, batch in enumerate(batches):
                 batch = batch.to(self.device)
-                pred, true = net(batch)
+                with speed.autocast(self.cfg, self.device.type):
+                    pred, true = net(batch)
+                pred = _float32(pred)  # the loss in float32 under train.amp
                 loss = self.loss_fn(pred, true)
                 finite = bool(torch.isfinite(loss))
                 if not finite and bad is None:
@@ -253,8 +277,9 @@ class Trainer:
                     self.optimizer.zero_grad(set_to_none=True)
                     loss.backward()
                     if clip:
-                        nn.utils.clip_grad_norm_(self.model.parameters(),
-                                                 self.cfg.optim.clip_grad_norm_value)
+                        speed.clip_grad_norm_(self.model.parameters(),
+                                              self.cfg.optim.clip_grad_norm_value,
+                                              self.cfg)
                     self.optimizer.step()
                 n = _count(pred, true)
                 total += float(loss.detach()) * n

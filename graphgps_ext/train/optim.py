@@ -3,7 +3,11 @@ r"""Optimisers and learning-rate schedules (stepped once per epoch).
 ``optim.optimizer``: ``adam``, ``adamW`` (decoupled weight decay) or ``sgd``
 (with ``optim.momentum``), all at ``optim.base_lr`` with
 ``optim.weight_decay`` (times the number of processes with
-``optim.lr_scaling linear``).
+``optim.lr_scaling linear``). With ``optim.fused`` (config group
+``speed``, on by default) Adam and AdamW run their fused multi-tensor kernel
+when every parameter is a floating CPU or CUDA tensor (the same update up to
+float rounding); :func:`load_optimizer_state` keeps that choice when a run
+resumes from a checkpoint written with the other one.
 
 ``optim.scheduler``:
 
@@ -23,25 +27,71 @@ r"""Optimisers and learning-rate schedules (stepped once per epoch).
   evaluations; the run stops once the lr is below ``optim.min_lr`` (GT).
 """
 import math
+from typing import Any, Dict, List
 
 import torch
 from torch.optim import lr_scheduler
+
+from graphgps_ext.config.speed import setting
+
+
+def _tensors(params) -> List[torch.Tensor]:
+    """The parameters of ``params`` (tensors or param-group dicts)."""
+    out = []
+    for p in params:
+        out.extend(p['params'] if isinstance(p, dict) else [p])
+    return out
+
+
+def fused_kwargs(cfg, params) -> Dict[str, bool]:
+    """Constructor keywords of ``optim.fused`` for ``params``:
+    ``{'fused': True}`` for Adam/AdamW when every parameter is a floating
+    CPU or CUDA tensor, else ``{}`` (PyTorch's default implementation)."""
+    if not setting(cfg, 'optim.fused') or cfg.optim.optimizer not in ('adam', 'adamW'):
+        return {}
+    ok = all(p.is_floating_point() and p.device.type in ('cpu', 'cuda')
+             for p in _tensors(params))
+    return {'fused': True} if ok else {}
 
 
 def build_optimizer(cfg, params, lr_scale: float = 1.0) -> torch.optim.Optimizer:
     """The optimiser of ``optim.optimizer`` at ``optim.base_lr`` x ``lr_scale``
     (``lr_scale``: the data-parallel factor of ``optim.lr_scaling``, see
-    :func:`graphgps_ext.dist.lr_scale`)."""
+    :func:`graphgps_ext.dist.lr_scale`), fused under ``optim.fused``
+    (:func:`fused_kwargs`). ``params``: tensors or param-group dicts."""
     name = cfg.optim.optimizer
     lr, wd = cfg.optim.base_lr * lr_scale, cfg.optim.weight_decay
+    params = list(params)
     if name == 'adam':
-        return torch.optim.Adam(params, lr=lr, weight_decay=wd)
+        return torch.optim.Adam(params, lr=lr, weight_decay=wd,
+                                **fused_kwargs(cfg, params))
     if name == 'adamW':
-        return torch.optim.AdamW(params, lr=lr, weight_decay=wd)
+        return torch.optim.AdamW(params, lr=lr, weight_decay=wd,
+                                 **fused_kwargs(cfg, params))
     if name == 'sgd':
         return torch.optim.SGD(params, lr=lr, weight_decay=wd,
                                momentum=cfg.optim.momentum)
     raise ValueError(f"unknown optim.optimizer '{name}': use adam, adamW or sgd")
+
+
+def load_optimizer_state(optimizer: torch.optim.Optimizer, state: Dict[str, Any]):
+    """``optimizer.load_state_dict(state)`` keeping ``optimizer``'s own
+    implementation switches (``fused``/``foreach``: ``optim.fused`` may
+    differ between a run and its resume; the update is the same). The step
+    counters move where that implementation keeps them (the parameter's
+    device when fused, the CPU otherwise)."""
+    optimizer.load_state_dict(state)
+    keys = [k for k in ('fused', 'foreach') if k in optimizer.defaults]
+    for group in optimizer.param_groups:
+        for k in keys:
+            group[k] = optimizer.defaults[k]
+        fused = bool(group.get('fused'))
+        for p in group['params']:
+            step = optimizer.state.get(p, {}).get('step')
+            if isinstance(step, torch.Tensor):
+                optimizer.state[p]['step'] = step.to(
+                    p.device if fused else 'cpu',
+                    torch.float32 if fused else step.dtype)
 
 
 def cosine_with_warmup(num_warmup: int, num_total: int):

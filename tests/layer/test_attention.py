@@ -1,12 +1,11 @@
-import math
+import itertools
 
 import pytest
 import torch
 from torch_geometric.data import Batch, Data
 
 from graphgps_ext.layer import attention
-from graphgps_ext.layer.attention import (attention_dropout, dropout_keep,
-                                          keep_scale, key_mask, node_attention)
+from graphgps_ext.layer.attention import key_mask, node_attention
 from graphgps_ext.layer.context import GraphContext
 
 SIZES = [4, 1, 6, 3]
@@ -33,14 +32,19 @@ def reference(qkv, sizes, scale):
 
 @pytest.mark.parametrize('explicit_max', [64, 0])  # explicit path / SDPA path
 @pytest.mark.parametrize('heads', [(2, ), (3, 2)])
+@pytest.mark.parametrize('overhead', [attention.BLOCK_OVERHEAD, 0])
 def test_node_attention_matches_per_graph_softmax(monkeypatch, explicit_max,
-                                                  heads):
+                                                  heads, overhead):
     monkeypatch.setattr(attention, 'EXPLICIT_MAX_NODES', explicit_max)
+    # overhead 0: every batch is split into several size blocks.
+    monkeypatch.setattr(attention, 'BLOCK_OVERHEAD', overhead)
     torch.manual_seed(0)
     N, dh = sum(SIZES), 4
     qkv = torch.randn((3, ) + heads + (N, dh), dtype=torch.float64)
     ctx = make_ctx()
     out = node_attention(qkv, ctx)
+    blocks = attention.attention_blocks(ctx).blocks
+    assert len(blocks) == (1 if overhead else attention.MAX_BLOCKS)
     assert out.shape == heads + (N, dh)
     torch.testing.assert_close(out, reference(qkv, SIZES, dh ** -0.5))
     # Strided inputs (e.g. a permuted projection) give the same result.
@@ -48,7 +52,10 @@ def test_node_attention_matches_per_graph_softmax(monkeypatch, explicit_max,
     torch.testing.assert_close(node_attention(strided, make_ctx()), out)
 
 
-def test_node_attention_gradients_and_dropout_in_training():
+@pytest.mark.parametrize('overhead', [attention.BLOCK_OVERHEAD, 0])
+def test_node_attention_gradients_and_dropout_in_training(monkeypatch,
+                                                          overhead):
+    monkeypatch.setattr(attention, 'BLOCK_OVERHEAD', overhead)
     torch.manual_seed(1)
     N, dh = sum(SIZES), 4
     qkv = torch.randn(3, 2, N, dh, dtype=torch.float64, requires_grad=True)
@@ -68,30 +75,49 @@ def test_key_mask_is_cached_and_never_empty():
     assert key_mask(ctx) is mask
 
 
-def test_dropout_keep_rate_and_scale():
-    torch.manual_seed(2)
-    for p in (0.1, 0.5, 0.9):
-        keep = dropout_keep((200, 1000), p)
-        assert keep.dtype == torch.bool
-        assert abs(keep.float().mean().item() - (1 - p)) < 0.005
-        assert keep_scale(p) == pytest.approx(1 / (1 - p), rel=1e-4)
-    assert dropout_keep((10, 10), 0.0).all()
-    assert not dropout_keep((10, 10), 1.0).any()
-    assert keep_scale(1.0) == 0.0
-    # The mask is not periodic across the 16-bit lanes of a 64-bit draw.
-    keep = dropout_keep((4000, ), 0.5).view(-1, 4).float()
-    assert (keep.mean(0) - 0.5).abs().max() < 0.05
+def brute_force_partition(sizes, max_blocks, overhead):
+    best = None
+    B = len(sizes)
+    for k in range(1, min(max_blocks, B) + 1):
+        for cuts in itertools.combinations(range(1, B), k - 1):
+            bounds = [0, *cuts, B]
+            cost = sum((hi - lo) * sizes[lo] ** 2
+                       for lo, hi in zip(bounds[:-1], bounds[1:]))
+            cost += k * overhead
+            if best is None or cost < best[0]:
+                best = (cost, bounds)
+    return best
 
 
-def test_attention_dropout_is_inverted_dropout():
-    torch.manual_seed(3)
-    attn = torch.rand(50, 40, 30)
-    assert attention_dropout(attn, 0.5, training=False) is attn
-    assert attention_dropout(attn, 0.0, training=True) is attn
-    out = attention_dropout(attn, 0.25, training=True)
-    kept = out != 0
-    torch.testing.assert_close(out[kept], attn[kept] / 0.75)
-    assert abs(kept.float().mean().item() - 0.75) < 0.01
-    assert math.isclose(out.mean().item(), attn.mean().item(), rel_tol=0.02)
-    unscaled = attention_dropout(attn, 0.25, training=True, scale=False)
-    assert torch.equal(unscaled[unscaled != 0], attn[unscaled != 0])
+@pytest.mark.parametrize('overhead', [0, 30, 500])
+def test_partition_sizes_is_optimal(overhead):
+    gen = torch.Generator().manual_seed(overhead)
+    for _ in range(20):
+        sizes = torch.randint(0, 30, (9, ), generator=gen).sort(
+            descending=True).values
+        bounds = attention.partition_sizes(sizes, 4, overhead)
+        cost, _ = brute_force_partition(sizes.tolist(), 4, overhead)
+        got = sum((hi - lo) * sizes[lo].item() ** 2
+                  for lo, hi in zip(bounds[:-1], bounds[1:]))
+        assert bounds[0] == 0 and bounds[-1] == 9
+        assert got + (len(bounds) - 1) * overhead == cost
+
+
+def test_attention_blocks_pad_similar_sizes_together(monkeypatch):
+    monkeypatch.setattr(attention, 'BLOCK_OVERHEAD', 100)
+    sizes = [30, 2, 3, 29, 2, 0, 3]
+    ctx = make_ctx(sizes)
+    plan = attention.attention_blocks(ctx)
+    # Splitting 30 from 29 or 3 from 2 saves less than the overhead.
+    assert [(b.graphs, b.n) for b in plan.blocks] == [(2, 30), (5, 3)]
+    assert plan.blocks[1].keep[:, 0].tolist() == [
+        [True] * 3, [True] * 3, [True, True, False], [True, True, False],
+        [True] * 3]  # the empty graph keeps every key (no empty softmax)
+    assert plan.total == 2 * 30 + 5 * 3
+    # Every node has its own row; the rows of a block lie inside it.
+    pos = plan.positions(2)
+    assert pos.unique().numel() == pos.numel() == 2 * sum(sizes)
+    assert int(pos.max()) < 2 * plan.total
+    # The padded cost is far below padding every graph to 30 nodes.
+    padded = sum(b.graphs * b.n ** 2 for b in plan.blocks)
+    assert padded < len(sizes) * 30 ** 2 / 3

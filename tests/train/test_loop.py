@@ -220,3 +220,126 @@ def test_concat_pads_ragged_sequences():
     assert out.tolist() == [[1, 2, -1], [3, 4, 5], [6, -1, -1]]
     flt = concat([torch.ones(2, 1), torch.ones(1, 3)])
     assert flt.shape == (3, 3) and torch.isnan(flt[0, 1:]).all()
+
+
+# ----------------------------------------------------- speed switches --
+def _losses(run_dir):
+    return {s: [r['loss'] for r in stats(run_dir, s)] for s in ('train', 'val', 'test')}
+
+
+def test_fused_and_plain_training_give_the_same_losses(tiny_run, tiny_cfg, tmp_path):
+    from graphgps_ext.config.speed import speed_cfg
+    speed_cfg(tiny_cfg)
+    tiny_cfg.optim.max_epoch = 3
+    tiny_cfg.optim.optimizer = 'adamW'
+    tiny_cfg.optim.weight_decay = 0.01
+    tiny_cfg.optim.clip_grad_norm = True
+    tiny_cfg.optim.clip_grad_norm_value = 0.5
+    losses, fused = {}, []
+    for on in (True, False):
+        tiny_cfg.optim.fused = on
+        tiny_cfg.out_dir = str(tmp_path / str(on))
+        tiny_run.run_seed(tiny_cfg, callbacks=[
+            lambda t, e, r: fused.append(bool(t.optimizer.defaults['fused']))])
+        losses[on] = _losses(os.path.join(tiny_cfg.out_dir, 'tiny', '0'))
+    assert fused == [True] * 3 + [False] * 3
+    for split in ('train', 'val', 'test'):
+        assert losses[True][split] == pytest.approx(losses[False][split],
+                                                    rel=1e-5, abs=1e-5)
+
+
+class AutocastProbe(torch.nn.Module):
+    """TinyNet recording, per forward, (training, autocast on, output dtype)."""
+    calls = []
+
+    def __init__(self, cfg, task):
+        super().__init__()
+        from conftest import TinyNet
+        self.net = TinyNet(cfg, task)
+
+    def forward(self, batch):
+        pred, true = self.net(batch)
+        AutocastProbe.calls.append((self.training, torch.is_autocast_enabled('cpu'),
+                                    pred.dtype))
+        return pred, true
+
+
+def test_bf16_autocast_trains_close_to_float32(tiny_run, tiny_cfg, tmp_path,
+                                               monkeypatch):
+    import torch_geometric.graphgym.register as gg
+
+    from graphgps_ext.config.speed import speed_cfg
+    monkeypatch.setitem(gg.network_dict, 'TinyNet', AutocastProbe)
+    loss_dtypes = []
+
+    def loss(pred, true):
+        loss_dtypes.append((pred.dtype, torch.is_autocast_enabled('cpu')))
+        return cross_entropy(pred, true)
+
+    monkeypatch.setitem(LOSSES, 'cross_entropy', loss)
+    speed_cfg(tiny_cfg)
+    tiny_cfg.optim.max_epoch = 3
+    tiny_cfg.optim.base_lr = 0.03
+    losses = {}
+    for amp in ('none', 'bf16'):
+        AutocastProbe.calls.clear()
+        loss_dtypes.clear()
+        tiny_cfg.train.amp = amp
+        tiny_cfg.out_dir = str(tmp_path / amp)
+        tiny_run.run_seed(tiny_cfg)
+        losses[amp] = _losses(os.path.join(tiny_cfg.out_dir, 'tiny', '0'))
+        low = amp == 'bf16'
+        want = torch.bfloat16 if low else torch.float32
+        # train and eval forwards, all under autocast with bf16 (none without)
+        assert {c[0] for c in AutocastProbe.calls} == {True, False}
+        assert {c[1:] for c in AutocastProbe.calls} == {(low, want)}
+        assert set(loss_dtypes) == {(torch.float32, False)}  # loss in float32
+    for split in ('train', 'val', 'test'):
+        assert all(math.isfinite(v) for v in losses['bf16'][split])
+        assert losses['bf16'][split] == pytest.approx(losses['none'][split],
+                                                      rel=0.02, abs=0.01)
+    assert losses['bf16']['train'][-1] < losses['bf16']['train'][0]
+
+
+def test_compiled_run_matches_eager_and_resumes_eagerly(tiny_run, tiny_cfg,
+                                                        tiny_bundle):
+    """``train.compile``: the forward passes are compiled; the checkpoint
+    holds the plain module (loads into an eager TinyNet, whose outputs
+    equal the logged compiled evaluation) and the run resumes eagerly."""
+    from conftest import TinyNet
+    from torch_geometric.loader import DataLoader
+
+    from graphgps_ext.config.speed import speed_cfg
+    speed_cfg(tiny_cfg)
+    tiny_cfg.train.compile = True
+    tiny_cfg.optim.max_epoch = 1
+    nets = []
+    tiny_run.run_seed(tiny_cfg, callbacks=[
+        lambda t, e, r: nets.append((t.train_net, t.eval_net, t.model))])
+    train_net, eval_net, model = nets[0]
+    assert train_net is eval_net and train_net is not model
+    assert train_net._orig_mod is model  # a torch.compile wrapper of the model
+    run_dir = os.path.join(tiny_cfg.out_dir, 'tiny', '0')
+    for name in ('last', 'best'):
+        state = ckpt.load(os.path.join(run_dir, 'ckpt', f'{name}.pt'))['model']
+        assert not any(k.startswith('_orig_mod.') for k in state)
+    eager = TinyNet(tiny_cfg, tiny_bundle.task).eval()
+    eager.load_state_dict(state)  # strict
+    with torch.no_grad():
+        for batch in DataLoader(tiny_bundle.splits['val'], batch_size=16):
+            torch.testing.assert_close(eval_net(batch)[0], eager(batch)[0],
+                                       rtol=1e-5, atol=1e-6)
+        val = torch.cat([eager(b)[0] for b in
+                         DataLoader(tiny_bundle.splits['val'], batch_size=16)])
+    logged = stats(run_dir, 'val')[0]['loss']
+    y = torch.cat([g.y for g in tiny_bundle.splits['val']])
+    assert float(cross_entropy(val, y)) == pytest.approx(logged, rel=1e-5)
+    # Continue the compiled run's checkpoint in an eager run.
+    os.remove(os.path.join(run_dir, 'done'))
+    tiny_cfg.train.compile = False
+    tiny_cfg.train.auto_resume = True
+    tiny_cfg.optim.max_epoch = 2
+    nets.clear()
+    tiny_run.run_seed(tiny_cfg, callbacks=[lambda t, e, r: nets.append(t.train_net)])
+    assert [r['epoch'] for r in stats(run_dir, 'train')] == [0, 1]
+    assert len(nets) == 1 and isinstance(nets[0], TinyNet)

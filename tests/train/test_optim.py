@@ -1,11 +1,15 @@
-"""Optimisers and per-epoch learning-rate schedules."""
+"""Optimisers (plain and fused, ``optim.fused``) and per-epoch
+learning-rate schedules."""
+import copy
 import math
 
 import pytest
 import torch
 
+from graphgps_ext.config import speed
 from graphgps_ext.train.optim import (build_optimizer, build_scheduler,
-                                      cosine_with_warmup, current_lr)
+                                      cosine_with_warmup, current_lr,
+                                      load_optimizer_state)
 
 
 def lrs(cfg, epochs):
@@ -52,3 +56,78 @@ def test_schedules(tiny_cfg):
     tiny_cfg.optim.scheduler = 'cosine_with_warmup'
     tiny_cfg.optim.num_warmup_epochs = 2
     assert lrs(tiny_cfg, 3) == pytest.approx([1e-6, 0.5, 1.0])
+
+
+def _net():
+    torch.manual_seed(0)
+    return torch.nn.Sequential(torch.nn.Linear(5, 8), torch.nn.ReLU(),
+                               torch.nn.Linear(8, 3))
+
+
+def _steps(net, opt, cfg, n, start=0):
+    """``n`` clipped steps on fixed data (step ``start`` .. ``start + n``)."""
+    x = torch.randn(16, 5, generator=torch.Generator().manual_seed(1))
+    for step in range(start, start + n):
+        opt.zero_grad(set_to_none=True)
+        (net(x) * (1 + step)).pow(2).mean().backward()
+        speed.clip_grad_norm_(net.parameters(), 0.5, cfg)
+        opt.step()
+    return torch.cat([p.detach().view(-1) for p in net.parameters()])
+
+
+@pytest.mark.parametrize('name', ['adam', 'adamW'])
+def test_fused_matches_the_plain_update(tiny_cfg, name):
+    """Several clipped steps (so that the moment estimates count too)."""
+    speed.speed_cfg(tiny_cfg)
+    tiny_cfg.optim.optimizer = name
+    tiny_cfg.optim.weight_decay = 0.01
+    net = _net()
+    out = {}
+    for fused in (True, False):
+        tiny_cfg.optim.fused = fused
+        m = copy.deepcopy(net)
+        opt = build_optimizer(tiny_cfg, m.parameters())
+        assert bool(opt.defaults['fused']) is fused
+        out[fused] = _steps(m, opt, tiny_cfg, 5)
+    assert not torch.equal(out[True], torch.cat([p.view(-1) for p in net.parameters()]))
+    torch.testing.assert_close(out[True], out[False], rtol=1e-6, atol=1e-7)
+
+
+def test_fused_keeps_lr_scale_and_param_groups(tiny_cfg):
+    speed.speed_cfg(tiny_cfg)
+    net = _net()
+    opt = build_optimizer(tiny_cfg, [{'params': net[0].parameters()},
+                                     {'params': net[2].parameters(), 'lr': 0.5}],
+                          lr_scale=4.0)
+    assert opt.defaults['fused'] is True
+    assert [g['lr'] for g in opt.param_groups] == [0.04, 0.5]
+
+
+def test_fused_only_where_it_applies(tiny_cfg):
+    speed.speed_cfg(tiny_cfg)
+    ints = torch.nn.Parameter(torch.zeros(2, dtype=torch.long), requires_grad=False)
+    opt = build_optimizer(tiny_cfg, [torch.nn.Parameter(torch.zeros(1)), ints])
+    assert not opt.defaults['fused']  # a non-floating parameter: plain loop
+    tiny_cfg.optim.optimizer = 'sgd'
+    assert not build_optimizer(tiny_cfg, _net().parameters()).defaults['fused']
+
+
+def test_resume_across_fused_and_plain(tiny_cfg):
+    """A plain optimiser's state continues in a fused one (and back) with
+    the uninterrupted plain run's update."""
+    speed.speed_cfg(tiny_cfg)
+    tiny_cfg.optim.fused = False
+    net = _net()
+    ref_net = copy.deepcopy(net)
+    ref = _steps(ref_net, build_optimizer(tiny_cfg, ref_net.parameters()),
+                 tiny_cfg, 6)
+    opt = build_optimizer(tiny_cfg, net.parameters())
+    _steps(net, opt, tiny_cfg, 2)
+    for fused, start in ((True, 2), (False, 4)):
+        state = copy.deepcopy(opt.state_dict())
+        tiny_cfg.optim.fused = fused
+        opt = build_optimizer(tiny_cfg, net.parameters())
+        load_optimizer_state(opt, state)
+        assert all(bool(g['fused']) is fused for g in opt.param_groups)
+        out = _steps(net, opt, tiny_cfg, 2, start)
+    torch.testing.assert_close(out, ref, rtol=1e-6, atol=1e-7)

@@ -1,0 +1,56 @@
+"""Config group ``speed``: registered keys, defaults, choices, helpers."""
+import pytest
+import torch
+from yacs.config import CfgNode as CN
+
+from graphgps_ext.config import ConfigError
+from graphgps_ext.config.load import load_cfg
+from graphgps_ext.config.speed import (DEFAULTS, autocast, compile_model,
+                                       setting, speed_cfg)
+
+
+def test_keys_are_registered_with_their_defaults(tmp_path):
+    cfg = load_cfg(None)
+    assert cfg.train.compile is False and cfg.train.compile_mode == 'default'
+    assert cfg.train.compile_dynamic is True and cfg.train.amp == 'none'
+    assert cfg.optim.fused is True
+    path = tmp_path / 'exp.yaml'
+    path.write_text('train:\n  amp: bf16\n  compile: true\noptim:\n  fused: false\n')
+    cfg = load_cfg(str(path), ['train.compile_mode', 'max-autotune'])
+    assert cfg.train.amp == 'bf16' and cfg.train.compile is True
+    assert cfg.optim.fused is False and cfg.train.compile_mode == 'max-autotune'
+
+
+@pytest.mark.parametrize('opts,message', [
+    (['train.amp', 'fp16'], "bad value 'fp16' for 'train.amp'; valid values: 'none', 'bf16'"),
+    (['train.compile_mode', 'fast'], "bad value 'fast' for 'train.compile_mode'"),
+    (['train.compil', 'True'], "did you mean 'train.compile'"),
+])
+def test_bad_values_are_rejected(opts, message):
+    with pytest.raises(ConfigError, match=message):
+        load_cfg(None, opts)
+
+
+def test_setting_falls_back_on_the_group_defaults():
+    bare = CN({'train': CN(), 'optim': CN()})
+    assert {k: setting(bare, k) for k in DEFAULTS} == DEFAULTS
+    full = CN({'train': CN(), 'optim': CN()})
+    speed_cfg(full)
+    full.train.amp = 'bf16'
+    assert setting(full, 'train.amp') == 'bf16'
+    assert setting(full, 'optim.fused') is True
+
+
+def test_helpers_follow_the_switches():
+    cfg = load_cfg(None)
+    model = torch.nn.Linear(2, 2)
+    assert compile_model(model, cfg) is model  # plain path kept
+    with autocast(cfg, 'cpu'):
+        assert not torch.is_autocast_enabled('cpu')
+    cfg.train.amp = 'bf16'
+    with autocast(cfg, 'cpu'):
+        assert torch.is_autocast_enabled('cpu')
+        assert model(torch.ones(1, 2)).dtype == torch.bfloat16
+    cfg.train.compile = True  # wrapping is lazy: nothing compiles until called
+    compiled = compile_model(model, cfg)
+    assert compiled is not model and compiled._orig_mod is model
