@@ -100,7 +100,7 @@ def load_dataset(cfg) -> DatasetBundle:
         train0 = src.parts['all'][int(src.indices['train'][0])]
     else:
         train0 = src.parts['train'][0]
-    task = build_task(cfg.dataset.name, src.spec_key, train0,
+    task = build_task(src.name or cfg.dataset.name, src.spec_key, train0,
                       num_outputs=src.num_outputs,
                       node_num_types=src.node_num_types, extra=src.extra)
     apply_overrides(task, cfg)

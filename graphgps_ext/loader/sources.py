@@ -50,6 +50,8 @@ class Source:
     indices: Optional[Dict[str, Tensor]]
     folder: str
     spec_key: str
+    # Display name (TaskInfo.name) when dataset.name alone is unclear.
+    name: Optional[str] = None
     num_outputs: Optional[int] = None
     node_num_types: Optional[int] = None
     extra: Dict[str, Any] = field(default_factory=dict)
@@ -104,7 +106,8 @@ def zinc(cfg) -> Source:
         _check_zinc_full(len(parts['train']), raw)
     for ds in parts.values():
         storage.graph_y_as_rows(ds)
-    return Source(parts, None, osp.join(root, name), 'ZINC')
+    return Source(parts, None, osp.join(root, name), 'ZINC',
+                  name=f'ZINC ({name})')
 
 
 def gnn_benchmark(cfg, root: Optional[str] = None, stand_in: bool = False

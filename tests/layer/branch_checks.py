@@ -37,6 +37,26 @@ def random_graph(n: int, dim: int, p: float = 0.5, isolated: int = 0,
                 num_nodes=n)
 
 
+def chord_path(n: int, dim: int, seed: int, isolated: bool = False,
+               edge_features: bool = False, dtype=torch.float64) -> dict:
+    """The path ``0 - 1 - ... - (m-1)`` plus the chord ``0 - 2`` when
+    ``m > 3`` (both directions), ``m = n - 1`` with ``isolated`` (the last
+    node has no edges), as a dict of ``x`` (and ``edge_attr``) with random
+    features and ``edge_index`` (small graphs whose dense references are
+    easy to write by hand)."""
+    g = torch.Generator().manual_seed(seed)
+    m = n - 1 if isolated else n
+    src = torch.arange(max(m - 1, 0))
+    ei = torch.stack([src, src + 1])
+    if m > 3:
+        ei = torch.cat([ei, torch.tensor([[0], [2]])], dim=1)
+    ei = torch.cat([ei, ei.flip(0)], dim=1)
+    out = dict(x=torch.randn(n, dim, generator=g, dtype=dtype), edge_index=ei)
+    if edge_features:
+        out['edge_attr'] = torch.randn(ei.size(1), dim, generator=g, dtype=dtype)
+    return out
+
+
 def graphs(sizes: Sequence[int], dim: int, seed: int = 0, isolated: int = 0,
            dtype=torch.float64) -> List[Data]:
     gen = torch.Generator().manual_seed(seed)

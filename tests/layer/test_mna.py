@@ -2,6 +2,7 @@ import math
 
 import pytest
 import torch
+from branch_checks import chord_path
 from torch_geometric.data import Batch, Data
 from yacs.config import CfgNode as CN
 
@@ -16,14 +17,7 @@ F64 = torch.float64  # layers run in float64; references compared to 1e-5
 
 
 def make_graph(n, seed, isolated=False):
-    g = torch.Generator().manual_seed(seed)
-    m = n - 1 if isolated else n  # the last node stays isolated
-    src = torch.arange(max(m - 1, 0))
-    ei = torch.stack([src, src + 1])
-    if m > 3:
-        ei = torch.cat([ei, torch.tensor([[0], [2]])], dim=1)
-    ei = torch.cat([ei, ei.flip(0)], dim=1)
-    return dict(x=torch.randn(n, DIM, generator=g, dtype=F64), edge_index=ei)
+    return chord_path(n, DIM, seed, isolated)
 
 
 def collate(graphs):

@@ -46,6 +46,7 @@ def test_zinc_sizes_and_task(zinc):
         {'train': 10_000, 'val': 1_000, 'test': 1_000}
     assert zinc.split_indices is None  # standard split files
     t = zinc.task
+    assert t.name == 'ZINC (subset)'
     assert (t.task, t.task_type, t.num_outputs, t.loss) == \
         ('graph', 'regression', 1, 'l1')
     assert (t.metric, t.metric_direction) == ('mae', 'min')
