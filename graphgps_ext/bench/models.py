@@ -133,6 +133,15 @@ PAPER_ZINC_ROWS: Dict[str, ModelRow] = {r.key: r for r in [
     ModelRow('geaet-gine', 'GEAET GINE+Transformer+GEANet',
              ('gt.layer_type', 'GINE+Transformer+GEANet') + GEAET_UNITS,
              194, 477_477),
+    # The authors' GEANet normalises the slots over the whole mini-batch
+    # (SPEC §1.1); the rows above use the paper's per-graph softmax.
+    ModelRow('geaet-gatedgcn-batchsm',
+             'GEAET GatedGCN+Transformer+GEANet, batch softmax',
+             ('gt.layer_type', 'GatedGCN+Transformer+GEANet') + GEAET_UNITS
+             + ('gea.parity_batch_softmax', True), 152, 604_837),
+    ModelRow('geaet-gine-batchsm', 'GEAET GINE+Transformer+GEANet, batch softmax',
+             ('gt.layer_type', 'GINE+Transformer+GEANet') + GEAET_UNITS
+             + ('gea.parity_batch_softmax', True), 194, 477_477),
     ModelRow('csa', 'CSA (RWSE, shared edges, 8 heads)',
              ('gt.layer_type', 'None+CSA+None', 'gt.n_heads', 8,
               'csa.share_edge_params', True,

@@ -197,9 +197,10 @@ class GEANet(nn.Module):
         :math:`\alpha` ``[M, H, S]``, :math:`\log\hat\alpha` ``[M, H, S]``)."""
         if self.shared is not None and self.shared_width == 'head':
             h = self.shared(h)
-        if self.batch_softmax:
-            group, num_groups = torch.zeros_like(group), 1
-        log_col = group_log_softmax(key(h), group, num_groups)
+        if self.batch_softmax:  # one group: the whole mini-batch
+            log_col = key(h).log_softmax(dim=0)
+        else:
+            log_col = group_log_softmax(key(h), group, num_groups)
         attn = log_col.softmax(dim=-1)  # = double_norm(key(h), ...) (eq. 3)
         return value(attn), attn, log_col
 
