@@ -91,6 +91,11 @@ class AttentionBlocks:
         return heads * self.start + g * self.rows + self.local
 
 
+#: Most candidate boundaries of :func:`partition_sizes` (batches with more
+#: distinct graph sizes use evenly spaced ones among them).
+MAX_CANDIDATES = 256
+
+
 def partition_sizes(sizes: Tensor, max_blocks: int = MAX_BLOCKS,
                     overhead: float = BLOCK_OVERHEAD) -> List[int]:
     r"""Split sizes sorted in descending order into contiguous runs that
@@ -100,27 +105,37 @@ def partition_sizes(sizes: Tensor, max_blocks: int = MAX_BLOCKS,
         \min_{0 = b_0 < \dots < b_k = B,\ k \le K}\ \sum_{r=1}^{k}
             (b_r - b_{r-1})\, s_{b_{r-1}}^2 + k\, \lambda,
 
-    by dynamic programming over the ``[B, B + 1]`` table of run costs (a
-    vectorised min per extra run). Returns the boundaries ``[b_0, ..., b_k]``.
+    by dynamic programming over the table of run costs between candidate
+    boundaries (a vectorised min per extra run). An optimal split only cuts
+    where the size changes (moving a cut inside a run of equal sizes to its
+    start never costs more), so the candidates are those positions (at most
+    :data:`MAX_CANDIDATES`, evenly spaced among them beyond that). Returns
+    the boundaries ``[b_0, ..., b_k]``.
     """
     B = sizes.numel()
     if B <= 1 or max_blocks <= 1:
         return [0, B]
-    sq = sizes.to(torch.float64).pow(2)
-    end = torch.arange(B + 1, dtype=torch.float64)
-    begin = torch.arange(B, dtype=torch.float64)[:, None]
+    cuts = torch.nonzero(sizes[1:] != sizes[:-1]).view(-1) + 1
+    if cuts.numel() > MAX_CANDIDATES:
+        pick = torch.linspace(0, cuts.numel() - 1, MAX_CANDIDATES).round()
+        cuts = cuts[pick.long().unique()]
+    bounds = torch.cat([cuts.new_zeros(1), cuts, cuts.new_full((1, ), B)])
+    sq = sizes[bounds[:-1]].to(torch.float64).pow(2)  # first size of a run
+    end = bounds.to(torch.float64)
+    begin = end[:-1, None]
     run = ((end - begin) * sq[:, None]).masked_fill(end <= begin, math.inf)
-    cost, best, best_k = run[0], run[0, B] + overhead, 1  # cost[i]: [0, i)
+    C = bounds.numel() - 1  # run[j, i]: the run from bound j to bound i
+    cost, best, best_k = run[0], run[0, C] + overhead, 1
     args = []
-    for k in range(2, min(max_blocks, B) + 1):
-        cost, arg = (cost[:B, None] + run).min(dim=0)
+    for k in range(2, min(max_blocks, C) + 1):
+        cost, arg = (cost[:C, None] + run).min(dim=0)
         args.append(arg)
-        if cost[B] + k * overhead < best:
-            best, best_k = cost[B] + k * overhead, k
-    bounds = [B]
+        if cost[C] + k * overhead < best:
+            best, best_k = cost[C] + k * overhead, k
+    picked = [C]
     for arg in reversed(args[:best_k - 1]):
-        bounds.append(int(arg[bounds[-1]]))
-    return [0] + bounds[::-1]
+        picked.append(int(arg[picked[-1]]))
+    return [0] + [int(bounds[i]) for i in reversed(picked)]
 
 
 def attention_blocks(ctx: GraphContext) -> AttentionBlocks:

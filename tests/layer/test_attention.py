@@ -121,3 +121,15 @@ def test_attention_blocks_pad_similar_sizes_together(monkeypatch):
     # The padded cost is far below padding every graph to 30 nodes.
     padded = sum(b.graphs * b.n ** 2 for b in plan.blocks)
     assert padded < len(sizes) * 30 ** 2 / 3
+
+
+def test_partition_sizes_with_many_distinct_sizes(monkeypatch):
+    monkeypatch.setattr(attention, 'MAX_CANDIDATES', 8)
+    sizes = torch.arange(100, 0, -1)  # 99 places where the size changes
+    bounds = attention.partition_sizes(sizes, 4, 0.0)
+    assert bounds[0] == 0 and bounds[-1] == 100 and len(bounds) == 5
+    assert bounds == sorted(set(bounds))
+    # Cheaper than one padded block even with the subsampled candidates.
+    cost = sum((hi - lo) * sizes[lo].item() ** 2
+               for lo, hi in zip(bounds[:-1], bounds[1:]))
+    assert cost < 0.6 * 100 * 100 ** 2
