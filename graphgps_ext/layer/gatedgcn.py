@@ -133,13 +133,15 @@ class GatedGCN(nn.Module):
                 'an edge encoder (e.g. DummyEdge for datasets without edge '
                 "features) or use a local branch without edges ('GCN', 'GIN')")
         src, dst = ctx.edge_index
-        e_hat = self.C(edge_attr) + self.D(x)[dst] + self.E(x)[src]
+        e_hat = self.C(edge_attr) + self.D(x).index_select(0, dst) \
+            + self.E(x).index_select(0, src)
         sigma = torch.sigmoid(e_hat)
         if self.gate is not None:
             pe = equivstable_positions(ctx, 'GatedGCN')
             sigma = sigma * self.gate(pe, ctx.edge_index)
         N = x.size(0)
-        num = scatter(sigma * self.B(x)[src], dst, 0, dim_size=N, reduce='sum')
+        num = scatter(sigma * self.B(x).index_select(0, src), dst, 0,
+                      dim_size=N, reduce='sum')
         den = scatter(sigma, dst, 0, dim_size=N, reduce='sum')
         x_out = self.act(self.A(x) + num / (den + self.eps))
         e_out = self.dropout(self.act(self.edge_norm(e_hat)))

@@ -17,9 +17,9 @@ def group_log_softmax(src: Tensor, group: Tensor, num_groups: int) -> Tensor:
     underflows. ``group [M]`` gives each row's group in ``0..num_groups-1``.
     """
     shift = scatter(src.detach(), group, 0, dim_size=num_groups, reduce='amax')
-    shifted = src - shift[group]
+    shifted = src - shift.index_select(0, group)
     denom = scatter(shifted.exp(), group, 0, dim_size=num_groups, reduce='sum')
-    return shifted - denom.log()[group]
+    return shifted - denom.log().index_select(0, group)
 
 
 def double_norm(scores: Tensor, group: Tensor, num_groups: int) -> Tensor:

@@ -145,12 +145,13 @@ class GT(nn.Module):
                     f'(got {None if edge_attr is None else tuple(edge_attr.shape)}):'
                     ' enable an edge encoder (dataset.edge_encoder) or set '
                     'gtlayer.edge_features False')
-            w_hat = (q[dst] * k[src] / math.sqrt(dk)
-                     * self.lin_e(edge_attr).view(-1, H, dk))  # [E, H, d_k]
+            qk = q.index_select(0, dst) * k.index_select(0, src)
+            w_hat = qk / math.sqrt(dk) * self.lin_e(edge_attr).view(-1, H, dk)
             score = w_hat.sum(dim=-1)
         else:
-            score = (q[dst] * k[src]).sum(dim=-1) / math.sqrt(dk)  # [E, H]
-        out = self._sparse(score, v[src], dst, N, ctx)
+            qk = q.index_select(0, dst) * k.index_select(0, src)  # [E, H, d_k]
+            score = qk.sum(dim=-1) / math.sqrt(dk)  # [E, H]
+        out = self._sparse(score, v.index_select(0, src), dst, N, ctx)
         out = self.lin_o(out.reshape(N, self.dim))
         if not self.edge_features:
             return out, None

@@ -41,7 +41,8 @@ def propagate(x: Tensor, edge_index: Tensor, weight: Tensor) -> Tensor:
     r""":math:`\hat A X` with a sparse scatter: ``[N, *]`` -> ``[N, *]``."""
     src, dst = edge_index
     w = weight.view((-1, ) + (1, ) * (x.dim() - 1)).to(x.dtype)
-    return scatter(w * x[src], dst, dim=0, dim_size=x.size(0), reduce='sum')
+    return scatter(w * x.index_select(0, src), dst, dim=0,
+                   dim_size=x.size(0), reduce='sum')
 
 
 class MNA(nn.Module):
