@@ -53,7 +53,8 @@ def parser() -> argparse.ArgumentParser:
                    help='passes per row (rows interleaved; medians reported)')
     g.add_argument('--rows', nargs='*', default=None,
                    help='subset of rows: gps-gine gps-gatedgcn geaet-gatedgcn '
-                   'geaet-gine csa mna gt (default: all)')
+                   'geaet-gine geaet-gatedgcn-batchsm geaet-gine-batchsm csa '
+                   'mna gt (default: all)')
     g.add_argument('--opts', nargs='*', default=[],
                    help='config overrides KEY VALUE ... applied to every row '
                    '(e.g. gt.layers 4)')
