@@ -1,20 +1,21 @@
-r"""Shared pieces of the dense attention branches (Transformer, MNA, full GT).
+r"""Node attention shared by the Transformer and MNA branches.
 
-- :func:`key_mask` / :func:`key_bias`: the key-padding mask ``[B, 1, 1, n]``
-  of the dense layout, computed once per batch (``ctx.cached``) and reused by
-  every layer;
+- :func:`key_mask`: the key-padding mask ``[B, 1, 1, n]`` of the dense
+  layout (``ctx.layout``), computed once per batch (``ctx.cached``), used
+  where the full attention map is recorded;
 - :func:`node_attention`: :math:`\mathrm{Drop}(\mathrm{softmax}(Q K^\top
   / \sqrt{d_h} + \text{mask}))\, V` among the nodes of each graph from
-  node-level ``q, k, v`` ``[N, d_h]`` per head, scattered once into a
-  head-major dense buffer ``[3, G, B, n, d_h]`` so that the score and value
-  products are plain ``baddbmm`` / ``bmm`` calls on contiguous
-  ``[G B, n, d_h]`` blocks (no permute copies), gathered back to the nodes
-  at the end. With dropout in training (where
+  node-level ``q, k, v`` ``[N, d_h]`` per head. The graphs are sorted by size
+  and padded in a few *blocks* of similar sizes (:func:`partition_sizes`,
+  :func:`attention_blocks`); the nodes are copied once into a buffer in
+  which every block is a contiguous ``[G B_b, n_b, d_h]`` batch of matrices
+  for plain ``baddbmm`` / ``bmm`` calls, and gathered back at the end. With
+  dropout in training (where
   :func:`torch.nn.functional.scaled_dot_product_attention` falls back to its
-  unfused path with a slow Bernoulli mask) or for small graphs
-  (``n_max <= 64``) the scores are materialised and masked with
-  :func:`graphgps_ext.layer.dropout.dropout`; larger graphs without dropout use the fused
-  SDPA kernel.
+  unfused path with a slow Bernoulli mask) or for small blocks
+  (``n_b <= 64``) the scores are materialised and dropped out with
+  :func:`graphgps_ext.layer.dropout.dropout`; larger blocks without dropout
+  use the fused SDPA kernel.
 """
 import math
 from dataclasses import dataclass
@@ -144,7 +145,7 @@ def attention_blocks(ctx: GraphContext) -> AttentionBlocks:
     def compute():
         batch, B = ctx.batch, ctx.num_graphs
         device = batch.device
-        counts = torch.bincount(batch, minlength=B)
+        counts, pos = ctx.sizes
         sizes, order = torch.sort(counts, descending=True, stable=True)
         bounds = partition_sizes(sizes.cpu(), MAX_BLOCKS, BLOCK_OVERHEAD)
         sizes_list = sizes.tolist()
@@ -164,9 +165,6 @@ def attention_blocks(ctx: GraphContext) -> AttentionBlocks:
             rows.append((hi - lo) * n)
             widths.append(n)
             start += (hi - lo) * n
-        ptr = torch.zeros(B + 1, dtype=torch.long, device=device)
-        ptr[1:] = counts.cumsum(0)
-        pos = torch.arange(batch.numel(), device=device) - ptr[batch]
         node_block = block_of[batch]
         table = torch.tensor([starts, rows, widths], dtype=torch.long,
                              device=device)[:, node_block]
@@ -175,18 +173,20 @@ def attention_blocks(ctx: GraphContext) -> AttentionBlocks:
     return ctx.cached('attention/blocks', compute)
 
 
-def _block_bias(ctx: GraphContext, block: AttentionBlock, heads: int,
+def _block_mask(ctx: GraphContext, block: AttentionBlock, heads: int,
                 dtype: torch.dtype) -> Tensor:
-    """Additive key mask of a block, head-major ``[heads * graphs, 1, n]``:
-    0 at real keys, the most negative finite value at padding (exactly zero
-    weight after the softmax, never NaN)."""
+    """Key mask of a block, head-major ``[heads * graphs, 1, n]``, cached
+    per batch: boolean (``True`` at real keys) for ``dtype`` ``torch.bool``,
+    else additive (0 at real keys, the most negative finite value of
+    ``dtype`` at padding: exactly zero weight after the softmax, never NaN)."""
     def compute():
-        bias = torch.zeros(block.keep.shape, dtype=dtype,
-                           device=block.keep.device)
-        bias.masked_fill_(~block.keep, torch.finfo(dtype).min)
-        return bias.expand(heads, -1, -1, -1).reshape(
+        keep = block.keep.expand(heads, -1, -1, -1).reshape(
             heads * block.graphs, 1, block.n)
-    return ctx.cached(f'attention/bias/{block.start}/{heads}/{dtype}', compute)
+        if dtype == torch.bool:
+            return keep
+        return torch.zeros(keep.shape, dtype=dtype, device=keep.device) \
+            .masked_fill_(~keep, torch.finfo(dtype).min)
+    return ctx.cached(f'attention/mask/{block.start}/{heads}/{dtype}', compute)
 
 
 def node_attention(qkv: Tensor, ctx: GraphContext, p: float = 0.0,
@@ -225,15 +225,14 @@ def node_attention(qkv: Tensor, ctx: GraphContext, p: float = 0.0,
         rows = slice(G * block.start, G * (block.start + block.graphs * block.n))
         q, k, v = buf[:, rows].view(3, G * block.graphs, block.n, dh).unbind(0)
         if drop or block.n <= EXPLICIT_MAX_NODES:
-            scores = torch.baddbmm(_block_bias(ctx, block, G, qkv.dtype), q,
+            scores = torch.baddbmm(_block_mask(ctx, block, G, qkv.dtype), q,
                                    k.transpose(1, 2), alpha=scale)
             attn = dropout(scores.softmax(dim=-1), p, drop, scale=False)
             out = torch.bmm(attn, v)
         else:
-            keep = block.keep.expand(G, -1, -1, -1).reshape(
-                G * block.graphs, 1, block.n)
-            out = F.scaled_dot_product_attention(q, k, v, attn_mask=keep,
-                                                 scale=scale)
+            out = F.scaled_dot_product_attention(
+                q, k, v, attn_mask=_block_mask(ctx, block, G, torch.bool),
+                scale=scale)
         outs.append(out.view(-1, dh))
     out = outs[0] if len(outs) == 1 else torch.cat(outs)
     if drop:

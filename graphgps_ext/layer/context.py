@@ -88,16 +88,25 @@ class GraphContext:
         return self.batch.numel()
 
     @property
-    def layout(self) -> DenseLayout:
-        """The dense padded layout, computed on first use and cached."""
-        if self._layout is None:
+    def sizes(self) -> Tuple[Tensor, Tensor]:
+        """``(counts [B], pos [N])``: the node count of every graph and each
+        node's position inside its graph (computed once, cached)."""
+        def compute():
             counts = torch.bincount(self.batch, minlength=self.num_graphs)
-            n_max = int(counts.max()) if counts.numel() else 0
             ptr = torch.zeros(self.num_graphs + 1, dtype=torch.long,
                               device=self.batch.device)
             ptr[1:] = counts.cumsum(0)
             pos = torch.arange(self.batch.numel(),
                                device=self.batch.device) - ptr[self.batch]
+            return counts, pos
+        return self.cached('context/sizes', compute)
+
+    @property
+    def layout(self) -> DenseLayout:
+        """The dense padded layout, computed on first use and cached."""
+        if self._layout is None:
+            counts, pos = self.sizes
+            n_max = int(counts.max()) if counts.numel() else 0
             index = self.batch * n_max + pos
             mask = torch.zeros(self.num_graphs * n_max, dtype=torch.bool,
                                device=self.batch.device)

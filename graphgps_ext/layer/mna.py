@@ -68,7 +68,7 @@ class MNA(nn.Module):
     \hat A X` and eq. 12. :math:`\hat A` (sparse edge weights) is computed once
     per batch (``ctx.cached``); :math:`\hat A^k X` uses sparse scatters; the
     :math:`(c+1) m` attention heads of all kernels run in one masked
-    attention call on the dense ``[B, n_max]`` layout
+    attention call over the nodes of each graph
     (:func:`graphgps_ext.layer.attention.node_attention`).
 
     All projections are bias-free matrices, as written in eq. 8-10 (the paper

@@ -21,13 +21,14 @@ class Transformer(nn.Module):
             (Q^{(h)} K^{(h)\top} / \sqrt{d_h})\big) V^{(h)}\Big) W_O + b_O
 
     where the softmax runs over the nodes of the query's own graph. Computed
-    by :func:`graphgps_ext.layer.attention.node_attention` on the dense
-    padded layout (``ctx.layout``, head-major ``[H B, n_max, d_h]`` blocks)
-    with a key padding mask cached per batch: explicit scores (``baddbmm``)
-    with a fast dropout mask for small graphs or in training with
-    ``attn_dropout > 0``, :func:`torch.nn.functional.scaled_dot_product_attention`
-    otherwise. Memory is :math:`O(B\, n_{max}^2 H)`; padded query rows attend
-    to the real nodes of their graph (finite, then discarded). The parameters
+    by :func:`graphgps_ext.layer.attention.node_attention` on padded blocks
+    of graphs of similar size with key padding masks cached per batch:
+    explicit scores (``baddbmm``) with a fast dropout mask for small blocks
+    or in training with ``attn_dropout > 0``,
+    :func:`torch.nn.functional.scaled_dot_product_attention` otherwise.
+    Memory is :math:`O(\sum_b B_b\, n_b^2 H)` over the blocks ``b``;
+    padded query rows attend to the real nodes of their graph (finite, then
+    discarded). The parameters
     match :class:`torch.nn.MultiheadAttention`.
 
     When ``ctx.record`` is set, the attention is computed explicitly and the
