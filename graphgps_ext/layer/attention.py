@@ -7,9 +7,10 @@ r"""Node attention shared by the Transformer and MNA branches.
   / \sqrt{d_h} + \text{mask}))\, V` among the nodes of each graph from
   node-level ``q, k, v`` ``[N, d_h]`` per head. The graphs are sorted by size
   and padded in a few *blocks* of similar sizes (:func:`partition_sizes`,
-  :func:`attention_blocks`); the nodes are copied once into a buffer in
-  which every block is a contiguous ``[G B_b, n_b, d_h]`` batch of matrices
-  for plain ``baddbmm`` / ``bmm`` calls, and gathered back at the end. With
+  :func:`attention_blocks`); the node rows are gathered once into a padded
+  buffer (one ``index_select``, no zero fill), split per block into
+  ``[G B_b, n_b, d_h]`` batches of matrices for plain ``baddbmm`` / ``bmm``
+  calls, and gathered back to the nodes once at the end. With
   dropout in training (where
   :func:`torch.nn.functional.scaled_dot_product_attention` falls back to its
   unfused path with a slow Bernoulli mask) or for small blocks
@@ -55,7 +56,7 @@ BLOCK_OVERHEAD = 4_000
 @dataclass
 class AttentionBlock:
     r"""Graphs of similar size padded together: ``graphs`` graphs of at most
-    ``n`` nodes in rows ``[start, start + graphs * n)`` of the per-head
+    ``n`` nodes in rows ``[start, start + graphs * n)`` of the padded
     buffer; ``keep [graphs, 1, n]`` marks their real keys (every key of a
     graph without nodes)."""
     start: int
@@ -66,30 +67,25 @@ class AttentionBlock:
 
 @dataclass
 class AttentionBlocks:
-    r"""Where every node sits in the blocked buffer of :func:`node_attention`.
+    r"""Where every node sits in the padded layout of :func:`node_attention`.
 
-    Node ``v`` of a graph in block ``b`` is row ``G * start_b + g * graphs_b
-    * n_b + local_v`` of head ``g`` (blocks one after the other, heads
-    major inside a block, so that each block is a contiguous
-    ``[G * graphs_b, n_b, d_h]`` batch of matrices).
+    The blocks lie one after the other in a buffer of ``total`` rows; a
+    block of ``graphs_b`` graphs of at most ``n_b`` nodes takes the rows
+    ``[start_b, start_b + graphs_b * n_b)``, graph after graph, so that its
+    rows view as ``[graphs_b, n_b, *]``.
 
     Attributes:
         blocks: the blocks, largest graphs first.
-        start: ``[N]`` ``start_b`` of the node's block.
-        rows: ``[N]`` ``graphs_b * n_b`` of the node's block.
-        local: ``[N]`` row of the node inside one head of its block.
-        total: rows per head, :math:`\sum_b \mathrm{graphs}_b\, n_b`.
+        slot: ``[N]`` buffer row of every node.
+        gather: ``[total]`` node copied into every buffer row (padding rows
+            repeat a real node: their keys are masked and their query rows
+            dropped, so their values never reach the output).
+        total: rows of the buffer, :math:`\sum_b \mathrm{graphs}_b\, n_b`.
     """
     blocks: List[AttentionBlock]
-    start: Tensor
-    rows: Tensor
-    local: Tensor
+    slot: Tensor
+    gather: Tensor
     total: int
-
-    def positions(self, heads: int) -> Tensor:
-        """``[heads, N]`` buffer row of every node for each head."""
-        g = torch.arange(heads, device=self.local.device)[:, None]
-        return heads * self.start + g * self.rows + self.local
 
 
 #: Most candidate boundaries of :func:`partition_sizes` (batches with more
@@ -152,7 +148,7 @@ def attention_blocks(ctx: GraphContext) -> AttentionBlocks:
         blocks, start = [], 0
         block_of = torch.empty(B, dtype=torch.long, device=device)
         slot = torch.empty(B, dtype=torch.long, device=device)
-        starts, rows, widths = [], [], []
+        starts, widths = [], []
         for b, (lo, hi) in enumerate(zip(bounds[:-1], bounds[1:])):
             n = sizes_list[lo]
             graphs = order[lo:hi]
@@ -162,14 +158,15 @@ def attention_blocks(ctx: GraphContext) -> AttentionBlocks:
             keep = keep | ~keep.any(dim=-1, keepdim=True)
             blocks.append(AttentionBlock(start, hi - lo, n, keep[:, None, :]))
             starts.append(start)
-            rows.append((hi - lo) * n)
             widths.append(n)
             start += (hi - lo) * n
         node_block = block_of[batch]
-        table = torch.tensor([starts, rows, widths], dtype=torch.long,
+        table = torch.tensor([starts, widths], dtype=torch.long,
                              device=device)[:, node_block]
-        local = slot[batch] * table[2] + pos
-        return AttentionBlocks(blocks, table[0], table[1], local, start)
+        slot = table[0] + slot[batch] * table[1] + pos
+        gather = torch.zeros(start, dtype=torch.long, device=device)
+        gather[slot] = torch.arange(batch.numel(), device=device)
+        return AttentionBlocks(blocks, slot, gather, start)
     return ctx.cached('attention/blocks', compute)
 
 
@@ -205,26 +202,32 @@ def node_attention(qkv: Tensor, ctx: GraphContext, p: float = 0.0,
     (q_i \cdot k_j\, \mathrm{scale}))\, V` over the nodes ``j`` of the graph
     of ``i``.
 
-    The nodes are copied once into a buffer of padded blocks
+    The node rows are gathered once into a buffer of padded blocks
     (:func:`attention_blocks`: graphs of similar size together, so that a
     few large graphs do not pad the whole batch to their size), each block
     is a batch of ``[n_b, d_h]`` matrices for ``baddbmm`` / ``bmm`` (or the
-    fused SDPA kernel), and the outputs are gathered back once.
+    fused SDPA kernel), and the outputs are gathered back once. Node-major
+    inputs (``qkv`` a permuted view of ``[N, 3, *G, d_h]``) are read
+    without a copy, and the result is a view of node-major ``[N, *G, d_h]``.
     """
-    plan = attention_blocks(ctx)
     heads, (N, dh) = tuple(qkv.shape[1:-2]), qkv.shape[-2:]
     G = math.prod(heads)
     scale = 1.0 / math.sqrt(dh) if scale is None else scale
-    position = ctx.cached(f'attention/positions/{G}',
-                          lambda: plan.positions(G).view(-1))
-    buf = torch.index_copy(qkv.new_zeros(3, G * plan.total, dh), 1, position,
-                           qkv.reshape(3, G * N, dh))
+    if N == 0:
+        return qkv.new_zeros(heads + (0, dh))
+    plan = attention_blocks(ctx)
+    # Node-major rows [N, 3 G d_h] (a view when qkv is a permuted projection
+    # [N, 3, *G, d_h]), copied once into the padded buffer.
+    rows = qkv.movedim(-2, 0).reshape(N, 3 * G * dh).index_select(0, plan.gather)
     drop = training and p > 0.0
     outs = []
-    for block in plan.blocks:
-        rows = slice(G * block.start, G * (block.start + block.graphs * block.n))
-        q, k, v = buf[:, rows].view(3, G * block.graphs, block.n, dh).unbind(0)
-        if drop or block.n <= EXPLICIT_MAX_NODES:
+    sizes = [block.graphs * block.n for block in plan.blocks]
+    for block, part in zip(plan.blocks, rows.split(sizes)):
+        g, n = block.graphs, block.n
+        # [3, G g, n, d_h], head-major batches of matrices
+        q, k, v = part.view(g, n, 3, G, dh).permute(2, 3, 0, 1, 4) \
+            .reshape(3, G * g, n, dh).unbind(0)
+        if drop or n <= EXPLICIT_MAX_NODES:
             scores = torch.baddbmm(_block_mask(ctx, block, G, qkv.dtype), q,
                                    k.transpose(1, 2), alpha=scale)
             attn = dropout(scores.softmax(dim=-1), p, drop, scale=False)
@@ -233,8 +236,11 @@ def node_attention(qkv: Tensor, ctx: GraphContext, p: float = 0.0,
             out = F.scaled_dot_product_attention(
                 q, k, v, attn_mask=_block_mask(ctx, block, G, torch.bool),
                 scale=scale)
-        outs.append(out.view(-1, dh))
+        # back to node-major rows [g n, G d_h]
+        outs.append(out.view(G, g, n, dh).permute(1, 2, 0, 3)
+                    .reshape(g * n, G * dh))
     out = outs[0] if len(outs) == 1 else torch.cat(outs)
+    out = out.index_select(0, plan.slot)
     if drop:
         out = out * keep_scale(p)
-    return out.index_select(0, position).view(heads + (N, dh))
+    return out.view((N, ) + heads + (dh, )).movedim(0, -2)

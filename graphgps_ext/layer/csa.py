@@ -5,7 +5,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from graphgps_ext.layer.dropout import dropout_keep, keep_scale
+from graphgps_ext.layer.dropout import dropout_mask, keep_scale
 from graphgps_ext.layer.context import DenseLayout, GraphContext
 
 DROPOUT_MODES = ('connection', 'node', 'channel')
@@ -227,7 +227,7 @@ class CSA(nn.Module):
                 self.attn_dropout_mode != 'node':
             return None
         p = self.attn_dropout
-        keep = dropout_keep((B, 1, n, 1, 1), p, device).float()
+        keep = dropout_mask((B, 1, n, 1, 1), p, torch.float32, device)
         return keep.mul_(keep_scale(p))
 
     def _dropout(self, attn: Tensor,
@@ -239,7 +239,7 @@ class CSA(nn.Module):
         if self.attn_dropout_mode == 'channel':
             if C != self.head_dim:  # mono: a filter entry per channel
                 attn = attn.expand(B, r, n, H, self.head_dim)
-            keep = dropout_keep(attn.shape, p, attn.device).to(attn.dtype)
+            keep = dropout_mask(attn.shape, p, attn.dtype, attn.device)
             return attn * keep, keep_scale(p)
         if self.attn_dropout_mode == 'node':
             keep = node_keep if node_keep is not None else \
@@ -247,7 +247,7 @@ class CSA(nn.Module):
             return attn * keep.to(attn.dtype), 1.0
         # Connection mode: the mask [B, r, n, 1, 1] is small, the scale goes
         # into it.
-        keep = dropout_keep((B, r, n, 1, 1), p, attn.device).to(attn.dtype)
+        keep = dropout_mask((B, r, n, 1, 1), p, attn.dtype, attn.device)
         return attn * keep.mul_(keep_scale(p)), 1.0
 
     def forward(self, x: Tensor, edge_attr: Optional[Tensor],

@@ -114,10 +114,15 @@ def test_attention_blocks_pad_similar_sizes_together(monkeypatch):
         [True] * 3, [True] * 3, [True, True, False], [True, True, False],
         [True] * 3]  # the empty graph keeps every key (no empty softmax)
     assert plan.total == 2 * 30 + 5 * 3
-    # Every node has its own row; the rows of a block lie inside it.
-    pos = plan.positions(2)
-    assert pos.unique().numel() == pos.numel() == 2 * sum(sizes)
-    assert int(pos.max()) < 2 * plan.total
+    # Every node has its own row, inside its graph's block, and the buffer
+    # row of a node copies that node.
+    assert plan.slot.unique().numel() == plan.slot.numel() == sum(sizes)
+    assert plan.gather.numel() == plan.total
+    assert torch.equal(plan.gather[plan.slot], torch.arange(sum(sizes)))
+    big = torch.tensor([n > 10 for n in sizes]).repeat_interleave(
+        torch.tensor(sizes))
+    assert bool((plan.slot[big] < 2 * 30).all())
+    assert bool((plan.slot[~big] >= 2 * 30).all())
     # The padded cost is far below padding every graph to 30 nodes.
     padded = sum(b.graphs * b.n ** 2 for b in plan.blocks)
     assert padded < len(sizes) * 30 ** 2 / 3

@@ -3,22 +3,29 @@ import math
 import pytest
 import torch
 
-from graphgps_ext.layer.dropout import Dropout, dropout, dropout_keep, keep_scale
+from graphgps_ext.layer.dropout import Dropout, dropout, dropout_mask, keep_scale
 
 
-def test_dropout_keep_rate_and_scale():
+@pytest.mark.parametrize('dtype', [torch.float32, torch.float64, torch.bool])
+def test_dropout_mask_rate_and_scale(dtype):
     torch.manual_seed(2)
     for p in (0.1, 0.5, 0.9):
-        keep = dropout_keep((200, 1000), p)
-        assert keep.dtype == torch.bool
+        keep = dropout_mask((200, 1000), p, dtype)
+        assert keep.dtype == dtype and keep.shape == (200, 1000)
+        assert set(keep.unique().tolist()) <= {0, 1}
         assert abs(keep.float().mean().item() - (1 - p)) < 0.005
         assert keep_scale(p) == pytest.approx(1 / (1 - p), rel=1e-4)
-    assert dropout_keep((10, 10), 0.0).all()
-    assert not dropout_keep((10, 10), 1.0).any()
+    assert dropout_mask((10, 10), 0.0, dtype).all()
+    assert not dropout_mask((10, 10), 1.0, dtype).any()
     assert keep_scale(1.0) == 0.0
-    # The mask is not periodic across the 16-bit lanes of a 64-bit draw.
-    keep = dropout_keep((4000, ), 0.5).view(-1, 4).float()
-    assert (keep.mean(0) - 0.5).abs().max() < 0.05
+    # Every 16-bit lane of a 64-bit draw is uniform (no lane biased by a
+    # modulo or a sign bit) and the lanes are independent of each other.
+    keep = dropout_mask((40000, ), 0.5, dtype).view(-1, 4).float()
+    assert (keep.mean(0) - 0.5).abs().max() < 0.02
+    both = (keep[:, :3] * keep[:, 1:]).mean(0)
+    assert (both - 0.25).abs().max() < 0.02
+    # p off a multiple of 2^-16 is rounded to the nearest one.
+    assert abs(dropout_mask((400000, ), 0.3).mean().item() - 0.7) < 0.003
 
 
 def test_dropout_is_inverted_dropout():
