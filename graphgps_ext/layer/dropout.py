@@ -6,7 +6,8 @@ r"""Inverted dropout with a fast random mask, used by every layer and head.
 :func:`dropout_mask` instead takes 16 random bits per entry from 64-bit
 integer draws (four entries per draw, full 64-bit range without a modulo)
 and compares them with a threshold, writing the float 0/1 mask directly:
-about ten times cheaper. The drop probability is :math:`p` rounded to a
+about six times cheaper (0.28 ms against 1.7 ms for 94,000 entries on one
+CPU thread). The drop probability is :math:`p` rounded to a
 multiple of :math:`2^{-16}` (exact for 0.5, 0.25, ...; off by at most
 :math:`7.7 \cdot 10^{-6}` otherwise) and the kept entries are scaled by the
 exact inverse of the keep probability (:func:`keep_scale`), so
