@@ -71,7 +71,6 @@ class GraphContext:
     pair: Optional[Tensor] = None
     extras: Dict[str, Any] = field(default_factory=dict)
     record: Optional[Dict[str, list]] = None
-    _layout: Optional[DenseLayout] = None
 
     @classmethod
     def from_batch(cls, data) -> 'GraphContext':
@@ -104,16 +103,15 @@ class GraphContext:
     @property
     def layout(self) -> DenseLayout:
         """The dense padded layout, computed on first use and cached."""
-        if self._layout is None:
+        def compute():
             counts, pos = self.sizes
             n_max = int(counts.max()) if counts.numel() else 0
             index = self.batch * n_max + pos
             mask = torch.zeros(self.num_graphs * n_max, dtype=torch.bool,
                                device=self.batch.device)
             mask[index] = True
-            self._layout = DenseLayout(index, mask.view(self.num_graphs, n_max),
-                                       n_max)
-        return self._layout
+            return DenseLayout(index, mask.view(self.num_graphs, n_max), n_max)
+        return self.cached('context/layout', compute)
 
     def cached(self, key: str, fn):
         """Return ``extras[key]``, computing it with ``fn()`` on first use."""
