@@ -57,11 +57,13 @@ BLOCK_OVERHEAD = 4_000
 class AttentionBlock:
     r"""Graphs of similar size padded together: ``graphs`` graphs of at most
     ``n`` nodes in rows ``[start, start + graphs * n)`` of the padded
-    buffer; ``keep [graphs, 1, n]`` marks their real keys (every key of a
-    graph without nodes)."""
+    buffer; ``index [graphs]`` are their ids in the batch and ``keep
+    [graphs, 1, n]`` marks their real keys (every key of a graph without
+    nodes)."""
     start: int
     graphs: int
     n: int
+    index: Tensor
     keep: Tensor
 
 
@@ -135,15 +137,21 @@ def partition_sizes(sizes: Tensor, max_blocks: int = MAX_BLOCKS,
     return [0] + [int(bounds[i]) for i in reversed(picked)]
 
 
-def attention_blocks(ctx: GraphContext) -> AttentionBlocks:
-    """The :class:`AttentionBlocks` of a batch (computed once, cached): the
-    graphs sorted by size and padded per block of :func:`partition_sizes`."""
+def attention_blocks(ctx: GraphContext, max_blocks: Optional[int] = None,
+                     overhead: Optional[float] = None) -> AttentionBlocks:
+    """The :class:`AttentionBlocks` of a batch (computed once per setting,
+    cached): the graphs sorted by size and padded per block of
+    :func:`partition_sizes` (``max_blocks``, ``overhead``; by default
+    :data:`MAX_BLOCKS`, :data:`BLOCK_OVERHEAD`)."""
+    max_blocks = MAX_BLOCKS if max_blocks is None else max_blocks
+    overhead = BLOCK_OVERHEAD if overhead is None else overhead
+
     def compute():
         batch, B = ctx.batch, ctx.num_graphs
         device = batch.device
         counts, pos = ctx.sizes
         sizes, order = torch.sort(counts, descending=True, stable=True)
-        bounds = partition_sizes(sizes.cpu(), MAX_BLOCKS, BLOCK_OVERHEAD)
+        bounds = partition_sizes(sizes.cpu(), max_blocks, overhead)
         sizes_list = sizes.tolist()
         blocks, start = [], 0
         block_of = torch.empty(B, dtype=torch.long, device=device)
@@ -156,7 +164,8 @@ def attention_blocks(ctx: GraphContext) -> AttentionBlocks:
             slot[graphs] = torch.arange(hi - lo, device=device)
             keep = torch.arange(n, device=device) < sizes[lo:hi, None]
             keep = keep | ~keep.any(dim=-1, keepdim=True)
-            blocks.append(AttentionBlock(start, hi - lo, n, keep[:, None, :]))
+            blocks.append(AttentionBlock(start, hi - lo, n, graphs,
+                                         keep[:, None, :]))
             starts.append(start)
             widths.append(n)
             start += (hi - lo) * n
@@ -167,7 +176,7 @@ def attention_blocks(ctx: GraphContext) -> AttentionBlocks:
         gather = torch.zeros(start, dtype=torch.long, device=device)
         gather[slot] = torch.arange(batch.numel(), device=device)
         return AttentionBlocks(blocks, slot, gather, start)
-    return ctx.cached('attention/blocks', compute)
+    return ctx.cached(f'attention/blocks/{max_blocks}/{overhead}', compute)
 
 
 def _block_mask(ctx: GraphContext, block: AttentionBlock, heads: int,

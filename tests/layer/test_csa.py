@@ -9,6 +9,7 @@ from yacs.config import CfgNode as CN
 from graphgps_ext.config.csa import csa_cfg
 from graphgps_ext.config.gt import gt_cfg
 from graphgps_ext.layer.context import GraphContext
+from graphgps_ext.layer import csa
 from graphgps_ext.layer.csa import CSA
 from graphgps_ext.layer.hybrid import HybridLayer
 
@@ -64,16 +65,28 @@ def reference(layer, x, pair):
 GRAPHS = [make_graph(5, 0), make_graph(1, 1), make_graph(4, 2, isolated=True)]
 
 
+@pytest.fixture(params=['one-block', 'size-blocks'])
+def size_blocks(request, monkeypatch):
+    """The graphs padded together (one block at these sizes) or in one size
+    block per graph size (no cost per block)."""
+    if request.param == 'size-blocks':
+        monkeypatch.setattr(csa, 'BLOCK_OVERHEAD', 0)
+    return request.param
+
+
 @pytest.mark.parametrize('mono', [False, True])
 @pytest.mark.parametrize('out_proj,edge_value', [(True, True), (False, True),
                                                  (True, False)])
-def test_matches_dense_reference(mono, out_proj, edge_value):
+def test_matches_dense_reference(mono, out_proj, edge_value, size_blocks):
     torch.manual_seed(0)
     layer = CSA(DIM, HEADS, mono=mono, out_proj=out_proj,
                 edge_value=edge_value).double().eval()
     assert (layer.lin_edge_val is None) == (not edge_value)
     x, ctx = collate(GRAPHS)
     out, e = layer(x, None, ctx)
+    plan = layer._plan(ctx)
+    assert [(b.graphs, b.n) for b in plan.blocks] == (
+        [(3, 5)] if size_blocks == "one-block" else [(1, 5), (1, 4), (1, 1)])
     assert e is None and out.shape == (x.size(0), DIM)
     start = 0
     for g in GRAPHS:
@@ -95,7 +108,7 @@ def test_mono_shapes_and_equivalence_with_head_constant_bias():
         color.lin_edge_att.weight.copy_(
             mono.lin_edge_att.weight.repeat_interleave(DIM // HEADS, dim=0))
     x, ctx = collate(GRAPHS)
-    attn = mono.attention(x, mono.edge_terms(ctx)[0], ctx.layout)
+    attn = mono.attention(x, ctx)
     assert attn.shape[-2:] == (HEADS, 1)
     assert torch.allclose(mono(x, None, ctx)[0], color(x, None, ctx)[0],
                           atol=1e-10)
@@ -108,7 +121,7 @@ def _permute(g, perm):
                 pair=g['pair'][perm][:, perm])
 
 
-def test_permutation_equivariance():
+def test_permutation_equivariance(size_blocks):
     torch.manual_seed(2)
     layer = CSA(DIM, HEADS).double().eval()
     perms = [torch.randperm(g['x'].size(0)) for g in GRAPHS]
@@ -122,7 +135,7 @@ def test_permutation_equivariance():
     assert torch.allclose(out[torch.cat(full)], outp, atol=1e-10)
 
 
-def test_graph_alone_equals_graph_in_batch():
+def test_graph_alone_equals_graph_in_batch(size_blocks):
     torch.manual_seed(3)
     layer = CSA(DIM, HEADS, attn_dropout=0.5).double().eval()
     x, ctx = collate(GRAPHS)
@@ -136,7 +149,7 @@ def _alone(g):
     return x, None, ctx
 
 
-def test_isolated_and_single_node_graphs_are_finite():
+def test_isolated_and_single_node_graphs_are_finite(size_blocks):
     torch.manual_seed(4)
     layer = CSA(DIM, HEADS, attn_dropout=0.3).double().train()
     x, ctx = collate([make_graph(1, 5), make_graph(3, 6, isolated=True)])
@@ -163,7 +176,7 @@ def _run(stack, graphs):
     return x, ctx
 
 
-def test_gradients_reach_every_parameter_and_shared_edges_sum_over_layers():
+def test_gradients_reach_every_parameter_and_shared_edges_sum_over_layers(size_blocks):
     untied = _stack(share=False)
     # Give layers 2..3 of the untied stack layer 1's edge maps, then load the
     # same weights into a stack whose edge maps are shared.
@@ -218,12 +231,11 @@ def _train_attention(mode, mono=False, p=0.5):
                 attn_dropout_mode=mode).double().train()
     graphs = [make_graph(6, 8), make_graph(5, 9)]
     x, ctx = collate(graphs)
-    e_att = layer.edge_terms(ctx)[0]
     layer.eval()
-    clean = layer.attention(x, e_att, ctx.layout)
+    clean = layer.attention(x, ctx)
     layer.train()
     torch.manual_seed(8)
-    dropped = layer.attention(x, e_att, ctx.layout)
+    dropped = layer.attention(x, ctx)
     real = ctx.layout.mask[:, :, None] & ctx.layout.mask[:, None, :]
     return clean, dropped, real
 
@@ -263,7 +275,7 @@ def test_eval_mode_has_no_dropout():
     torch.manual_seed(9)
     layer = CSA(DIM, HEADS, attn_dropout=0.9).double().eval()
     x, ctx = collate(GRAPHS)
-    attn = layer.attention(x, layer.edge_terms(ctx)[0], ctx.layout)
+    attn = layer.attention(x, ctx)
     assert torch.allclose(attn.sum(dim=2)[ctx.layout.mask],
                           torch.ones(1, dtype=F64))
 
@@ -280,7 +292,7 @@ def test_missing_pair_features_and_bad_config():
         CSA(DIM, HEADS, attn_dropout_mode='edges')
 
 
-def test_from_cfg_and_recording():
+def test_from_cfg_and_recording(size_blocks):
     cfg = CN()
     gt_cfg(cfg)
     csa_cfg(cfg)
@@ -294,7 +306,14 @@ def test_from_cfg_and_recording():
     x, ctx = collate(GRAPHS)
     ctx.record = {}
     layer(x, None, ctx)
-    assert ctx.record['csa'][0].shape == (3, 5, 5, HEADS, 1)
+    recorded = ctx.record['csa'][0]
+    assert recorded.shape == (3, 5, 5, HEADS, 1)
+    # The dense map is the per-graph softmax, zero at padding.
+    torch.testing.assert_close(recorded, layer.attention(x, ctx).detach())
+    real = ctx.layout.mask[:, :, None] & ctx.layout.mask[:, None, :]
+    assert torch.all(recorded[~real] == 0)
+    sums = recorded.sum(dim=2)[ctx.layout.mask]
+    torch.testing.assert_close(sums, torch.ones_like(sums))
     # reset_parameters re-draws the weights.
     before = copy.deepcopy(layer.lin_q.weight)
     layer.reset_parameters()
@@ -303,17 +322,17 @@ def test_from_cfg_and_recording():
 
 @pytest.mark.parametrize('mono', [False, True])
 @pytest.mark.parametrize('mode', ['connection', 'node'])
-def test_row_blocks_give_the_same_outputs_and_gradients(mono, mode):
+def test_row_blocks_give_the_same_outputs_and_gradients(mono, mode, size_blocks):
     """``chunk_elems``: query-row blocks under checkpointing = one pass."""
     p = 0.5 if mode == 'node' else 0.0  # node masks are drawn once: same RNG
     whole = CSA(DIM, HEADS, mono=mono, attn_dropout=p,
                 attn_dropout_mode=mode).double().train()
-    blocks = copy.deepcopy(whole)
-    blocks.chunk_elems = 1  # one query row per block
+    chunked = copy.deepcopy(whole)
+    chunked.chunk_elems = 1  # one query row per chunk
     x, ctx = collate(GRAPHS)
-    assert blocks._block_rows(ctx.layout.num_graphs, ctx.layout.n_max) == 1
+    assert chunked._block_rows(ctx.layout.num_graphs, ctx.layout.n_max) == 1
     outs, grads = [], []
-    for layer in (whole, blocks):
+    for layer in (whole, chunked):
         xg = x.clone().requires_grad_(True)
         _, c = collate(GRAPHS)
         torch.manual_seed(11)
@@ -325,6 +344,6 @@ def test_row_blocks_give_the_same_outputs_and_gradients(mono, mode):
     for a, b in zip(*grads):
         torch.testing.assert_close(a, b)
     with torch.no_grad():
-        whole.eval(), blocks.eval()
+        whole.eval(), chunked.eval()
         torch.testing.assert_close(whole(x, None, ctx)[0],
-                                   blocks(x, None, ctx)[0])
+                                   chunked(x, None, ctx)[0])
