@@ -95,10 +95,11 @@ class CSA(nn.Module):
         edge_bias: biases on :math:`W_{EA}, W_{EV}` (parity with the authors'
             shared edge encoder; the :math:`E^{\mathrm{att}}` bias cancels in
             the softmax and gets no gradient).
-        chunk_elems: memory bound for large graphs: when the filter tensor
-            ``[g, n, n, H, C]`` of a size block has more than
-            ``chunk_elems`` entries, its query rows ``i`` are processed in
-            chunks whose filter tensors stay below it, each chunk under
+        chunk_elems: memory bound for large graphs: when the filter tensors
+            ``[g, n, n, H, C]`` of the size blocks have more than
+            ``chunk_elems`` entries in all, the query rows ``i`` of every
+            block are processed in chunks whose filter tensors stay below
+            it, each chunk under
             activation checkpointing (its edge terms are computed from
             ``ctx.pair`` inside the chunk and its intermediates recomputed
             in the backward pass), so peak memory is about ``ctx.pair``
@@ -177,8 +178,22 @@ class CSA(nn.Module):
         r""":math:`E^{\mathrm{att}}` ``[g, n, n, H, C]`` (``C`` = :math:`d_h`,
         or 1 for mono) and :math:`E^{\mathrm{val}}` ``[g, n, n, H, d_h]``
         (``None`` without the value-edge term) of every size block."""
-        plan = self._plan(ctx)
-        return self._edge_terms(ctx, plan, (True, ) * len(plan.blocks))
+        def compute():
+            plan = self._plan(ctx)
+            e_att, e_val = self._edge_maps(self._pair_rows(ctx, plan))
+            sizes = [blk.graphs * blk.n * blk.n for blk in plan.blocks]
+            e_vals = e_val.split(sizes) if e_val is not None else \
+                [None] * len(sizes)
+            terms = []
+            for blk, a, v in zip(plan.blocks, e_att.split(sizes), e_vals):
+                shape = (blk.graphs, blk.n, blk.n)
+                terms.append((a.view(shape + a.shape[1:]),
+                              None if v is None else v.view(shape + v.shape[1:])))
+            return terms
+
+        if self.share_edge_params:
+            return ctx.cached(f'csa/edge/{id(self.lin_edge_att)}', compute)
+        return compute()
 
     @staticmethod
     def _plan(ctx: GraphContext) -> AttentionBlocks:
@@ -199,49 +214,19 @@ class CSA(nn.Module):
                 'pair width)')
         return pair
 
-    def _pair_rows(self, ctx: GraphContext, plan: AttentionBlocks,
-                   whole: Tuple[bool, ...]) -> Tensor:
-        """The pairs of the blocks marked in ``whole``, block after block,
-        as rows ``[sum g n^2, pair_dim]`` (one gather, once per batch)."""
+    def _pair_rows(self, ctx: GraphContext, plan: AttentionBlocks) -> Tensor:
+        """The pairs of the size blocks, block after block, as rows
+        ``[sum g n^2, pair_dim]`` (one gather, once per batch)."""
         pair = self._pair(ctx)
 
         def compute():
             B, n_max = pair.shape[:2]
             ar = torch.arange(n_max, device=pair.device)
             index = [((blk.index.view(-1, 1, 1) * n_max + ar[:blk.n].view(-1, 1))
-                      * n_max + ar[:blk.n]).view(-1)
-                     for blk, w in zip(plan.blocks, whole) if w]
+                      * n_max + ar[:blk.n]).view(-1) for blk in plan.blocks]
             flat = pair.reshape(B * n_max * n_max, pair.size(-1))
-            return flat.index_select(0, torch.cat(index)) if index else \
-                flat[:0]
-        return ctx.cached(f'csa/pair/{whole}', compute)
-
-    def _edge_terms(self, ctx: GraphContext, plan: AttentionBlocks,
-                    whole: Tuple[bool, ...]) -> List[Optional[EdgeTerms]]:
-        """:meth:`edge_terms` of the blocks marked in ``whole`` (``None`` for
-        the others, computed per row chunk): one product per map for all
-        blocks, once per batch with shared edge parameters."""
-        def compute():
-            rows = self._pair_rows(ctx, plan, whole)
-            e_att, e_val = self._edge_maps(rows)
-            sizes = [blk.graphs * blk.n * blk.n
-                     for blk, w in zip(plan.blocks, whole) if w]
-            parts = zip(e_att.split(sizes), e_val.split(sizes)
-                        if e_val is not None else [None] * len(sizes))
-            terms = []
-            for blk, w in zip(plan.blocks, whole):
-                if not w:
-                    terms.append(None)
-                    continue
-                a, v = next(parts)
-                shape = (blk.graphs, blk.n, blk.n)
-                terms.append((a.view(shape + a.shape[1:]),
-                              None if v is None else v.view(shape + v.shape[1:])))
-            return terms
-
-        if self.share_edge_params:
-            return ctx.cached(f'csa/edge/{id(self.lin_edge_att)}/{whole}', compute)
-        return compute()
+            return flat.index_select(0, torch.cat(index))
+        return ctx.cached('csa/pair_rows', compute)
 
     def _edge_maps(self, pair: Tensor) -> Tuple[Tensor, Optional[Tensor]]:
         r""":math:`E^{\mathrm{att}}, E^{\mathrm{val}}` of the pairs ``pair``
@@ -347,16 +332,18 @@ class CSA(nn.Module):
             return x.new_zeros(0, self.dim), None
         plan = self._plan(ctx)
         record = ctx.record is not None
-        rows = [blk.n if record else self._block_rows(blk.graphs, blk.n)
-                for blk in plan.blocks]
-        whole = tuple(r >= blk.n for r, blk in zip(rows, plan.blocks))
-        edges = self._edge_terms(ctx, plan, whole)
+        # Over the memory bound, every block runs in checkpointed chunks of
+        # query rows (a block below it in one chunk).
+        filters = sum(blk.graphs * blk.n * blk.n for blk in plan.blocks) * self.dim
+        chunked = not record and 0 < self.chunk_elems < filters
+        edges = [None] * len(plan.blocks) if chunked else self.edge_terms(ctx)
         proj = self._block_proj(x, plan, (self.lin_q, self.lin_k, self.lin_v))
         outs, maps = [], []
-        for blk, (q, k, v), edge, r in zip(plan.blocks, proj, edges, rows):
+        for blk, (q, k, v), edge in zip(plan.blocks, proj, edges):
             node_keep = self._node_keep(blk.graphs, blk.n, x.device)
-            if edge is None:
-                out = self._chunks(q, k, v, ctx, blk, r, node_keep)
+            if chunked:
+                rows = self._block_rows(blk.graphs, blk.n)
+                out = self._chunks(q, k, v, ctx, blk, rows, node_keep)
             else:
                 attn, scale = self._filters(q, k, edge[0], blk.keep, node_keep)
                 if record:
@@ -389,18 +376,20 @@ class CSA(nn.Module):
 
     def _block_rows(self, B: int, n: int) -> int:
         """Query rows per chunk so that the filter tensor of a chunk of ``B``
-        graphs of ``n`` nodes has at most :attr:`chunk_elems` entries (``n``:
-        no chunks)."""
-        per_row = B * n * self.dim
-        if self.chunk_elems <= 0 or per_row * n <= self.chunk_elems:
+        graphs of ``n`` nodes has at most :attr:`chunk_elems` entries (at
+        most ``n``)."""
+        if self.chunk_elems <= 0:
             return n
-        return max(1, self.chunk_elems // per_row)
+        return min(n, max(1, self.chunk_elems // (B * n * self.dim)))
 
     def _chunk(self, q: Tensor, k: Tensor, v: Tensor, pair: Tensor,
-               keep: Tensor, node_keep: Optional[Tensor]) -> Tensor:
-        """Output rows ``[g, r, H, d_h]`` of the query rows ``q`` with the
-        pairs ``pair`` ``[g, r, n, pair_dim]`` of these rows."""
-        e_att, e_val = self._edge_maps(pair)
+               index: Tensor, keep: Tensor,
+               node_keep: Optional[Tensor]) -> Tensor:
+        """Output rows ``[g, r, H, d_h]`` of the query rows ``q`` of the
+        graphs ``index``, whose pairs are ``pair[index]`` (``pair`` ``[B, r,
+        n, pair_dim]``: a view of ``ctx.pair`` at these rows, gathered here
+        so that the copy is not kept for the backward pass)."""
+        e_att, e_val = self._edge_maps(pair.index_select(0, index))
         attn, scale = self._filters(q, k, e_att, keep, node_keep)
         return self._aggregate(attn, scale, v, e_val)
 
@@ -408,14 +397,13 @@ class CSA(nn.Module):
                 blk: AttentionBlock, rows: int,
                 node_keep: Optional[Tensor]) -> Tensor:
         """All query rows of a size block in chunks of ``rows`` (see
-        ``chunk_elems``), each checkpointed when gradients are needed; the
-        pairs of a chunk are read from ``ctx.pair`` inside it."""
+        ``chunk_elems``), each checkpointed when gradients are needed."""
         from torch.utils.checkpoint import checkpoint
         pair = ctx.pair[:, :, :blk.n]
         outs = []
         for start in range(0, blk.n, rows):
             stop = min(start + rows, blk.n)
-            chunk = (q[:, start:stop], k, v, pair[blk.index, start:stop],
+            chunk = (q[:, start:stop], k, v, pair[:, start:stop], blk.index,
                      blk.keep, node_keep)
             if torch.is_grad_enabled():
                 outs.append(checkpoint(self._chunk, *chunk, use_reentrant=False))
