@@ -38,7 +38,9 @@ KINDS = {
     'LapPE-10 + RWSE-20': {'lappe': {'k': 10, 'norm': 'none', 'skip_trivial': False},
                            'rwse': {'times': list(range(1, 21))}},
     'Edge-RWSE-16 (stored pairs)': {'pair_rwse': {'steps': 16}},
+    'Edge-RWSE-20 (stored pairs)': {'pair_rwse': {'steps': 20}},
     'SPD-8 (stored pairs)': {'pair_spd': {'steps': 8}},
+    'SPD-10 (stored pairs)': {'pair_spd': {'steps': 10}},
     'rings <= 18': {'rings': {'max_size': 18}},
 }
 

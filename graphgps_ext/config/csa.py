@@ -30,8 +30,9 @@ def csa_cfg(cfg):
     # SharedEdgeEncoder (the E^att bias cancels in the softmax).
     cfg.csa.parity_edge_bias = False
     # Memory bound for large graphs: above this many entries of the filter
-    # tensor [B, n, n, H, C], the query rows are processed in blocks under
-    # activation checkpointing (same results; 0 = never).
+    # tensors [g, n, n, H, C] of a batch's size blocks, the query rows are
+    # processed in chunks under activation checkpointing (same results;
+    # 0 = never).
     cfg.csa.chunk_elems = 2 ** 26
 
 

@@ -22,8 +22,6 @@ path available and gives the plain path's results within tolerance
 
 The helpers apply the switches where a model is run (the training loop, the
 benchmark): :func:`compile_model`, :func:`autocast`, :func:`clip_grad_norm_`.
-They read the keys through :func:`setting`, so that a config built without
-this group (e.g. a hand-made unit-test config) gets the group's defaults.
 """
 import contextlib
 
@@ -54,26 +52,19 @@ choices('train.compile_mode', ['default', 'reduce-overhead', 'max-autotune'])
 choices('train.amp', ['none', 'bf16'])
 
 
-def setting(cfg, key: str):
-    """The value of the group's dotted ``key`` in ``cfg``, or its default
-    when ``cfg`` was built without this group."""
-    group, name = key.split('.')
-    return cfg[group].get(name, DEFAULTS[key])
-
-
 def compile_model(model, cfg):
     """``torch.compile(model)`` when ``train.compile``, else ``model``."""
-    if not setting(cfg, 'train.compile'):
+    if not cfg.train.compile:
         return model
     import torch
-    return torch.compile(model, mode=setting(cfg, 'train.compile_mode'),
-                         dynamic=setting(cfg, 'train.compile_dynamic'))
+    return torch.compile(model, mode=cfg.train.compile_mode,
+                         dynamic=cfg.train.compile_dynamic)
 
 
 def autocast(cfg, device_type: str):
     """The autocast context of ``train.amp`` on ``device_type``
     (``'cpu'`` or ``'cuda'``); a no-op context for ``none``."""
-    if setting(cfg, 'train.amp') == 'none':
+    if cfg.train.amp == 'none':
         return contextlib.nullcontext()
     import torch
     return torch.autocast(device_type=device_type, dtype=torch.bfloat16)
@@ -84,4 +75,4 @@ def clip_grad_norm_(parameters, max_norm: float, cfg):
     import torch
     return torch.nn.utils.clip_grad_norm_(
         parameters, max_norm,
-        foreach=True if setting(cfg, 'optim.fused') else None)
+        foreach=True if cfg.optim.fused else None)

@@ -32,8 +32,6 @@ from typing import Any, Dict, List
 import torch
 from torch.optim import lr_scheduler
 
-from graphgps_ext.config.speed import setting
-
 
 def _tensors(params) -> List[torch.Tensor]:
     """The parameters of ``params`` (tensors or param-group dicts)."""
@@ -47,7 +45,7 @@ def fused_kwargs(cfg, params) -> Dict[str, bool]:
     """Constructor keywords of ``optim.fused`` for ``params``:
     ``{'fused': True}`` for Adam/AdamW when every parameter is a floating
     CPU or CUDA tensor, else ``{}`` (PyTorch's default implementation)."""
-    if not setting(cfg, 'optim.fused') or cfg.optim.optimizer not in ('adam', 'adamW'):
+    if not cfg.optim.fused or cfg.optim.optimizer not in ('adam', 'adamW'):
         return {}
     ok = all(p.is_floating_point() and p.device.type in ('cpu', 'cuda')
              for p in _tensors(params))
