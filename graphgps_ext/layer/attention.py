@@ -1,4 +1,5 @@
-r"""Node attention shared by the Transformer and MNA branches.
+r"""Node attention shared by the Transformer and MNA branches, and the size
+blocks that CSA uses as well.
 
 - :func:`key_mask`: the key-padding mask ``[B, 1, 1, n]`` of the dense
   layout (``ctx.layout``), computed once per batch (``ctx.cached``), used

@@ -99,12 +99,12 @@ class CSA(nn.Module):
             ``[g, n, n, H, C]`` of the size blocks have more than
             ``chunk_elems`` entries in all, the query rows ``i`` of every
             block are processed in chunks whose filter tensors stay below
-            it, each chunk under
-            activation checkpointing (its edge terms are computed from
-            ``ctx.pair`` inside the chunk and its intermediates recomputed
-            in the backward pass), so peak memory is about ``ctx.pair``
-            plus a few chunks instead of a dozen full ``[g, n, n, d]``
-            tensors. Same outputs and gradients; ``0`` never chunks.
+            it, each chunk under activation checkpointing (its edge terms
+            are computed from ``ctx.pair`` inside the chunk and its
+            intermediates recomputed in the backward pass), so peak memory
+            is about ``ctx.pair`` plus a few chunks instead of a dozen full
+            ``[g, n, n, d]`` tensors. Same outputs and gradients; ``0``
+            never chunks.
 
     Shapes:
         ``x`` ``[N, d]``, ``ctx.pair`` ``[B, n_max, n_max, pair_dim]``
