@@ -90,6 +90,18 @@ class AttentionBlocks:
     gather: Tensor
     total: int
 
+    def to_blocks(self, rows: Tensor) -> List[Tensor]:
+        """Node rows ``[N, *]`` -> per block ``[graphs_b * n_b, *]`` (views
+        of one buffer filled by one ``index_select``)."""
+        return list(rows.index_select(0, self.gather).split(
+            [block.graphs * block.n for block in self.blocks]))
+
+    def to_nodes(self, parts: List[Tensor]) -> Tensor:
+        """Per-block rows ``[graphs_b * n_b, *]`` -> node rows ``[N, *]``
+        (the inverse of :meth:`to_blocks` at the real nodes)."""
+        out = parts[0] if len(parts) == 1 else torch.cat(parts)
+        return out.index_select(0, self.slot)
+
 
 #: Most candidate boundaries of :func:`partition_sizes` (batches with more
 #: distinct graph sizes use evenly spaced ones among them).
@@ -228,11 +240,10 @@ def node_attention(qkv: Tensor, ctx: GraphContext, p: float = 0.0,
     plan = attention_blocks(ctx)
     # Node-major rows [N, 3 G d_h] (a view when qkv is a permuted projection
     # [N, 3, *G, d_h]), copied once into the padded buffer.
-    rows = qkv.movedim(-2, 0).reshape(N, 3 * G * dh).index_select(0, plan.gather)
+    parts = plan.to_blocks(qkv.movedim(-2, 0).reshape(N, 3 * G * dh))
     drop = training and p > 0.0
     outs = []
-    sizes = [block.graphs * block.n for block in plan.blocks]
-    for block, part in zip(plan.blocks, rows.split(sizes)):
+    for block, part in zip(plan.blocks, parts):
         g, n = block.graphs, block.n
         # [3, G g, n, d_h], head-major batches of matrices
         q, k, v = part.view(g, n, 3, G, dh).permute(2, 3, 0, 1, 4) \
@@ -249,8 +260,7 @@ def node_attention(qkv: Tensor, ctx: GraphContext, p: float = 0.0,
         # back to node-major rows [g n, G d_h]
         outs.append(out.view(G, g, n, dh).permute(1, 2, 0, 3)
                     .reshape(g * n, G * dh))
-    out = outs[0] if len(outs) == 1 else torch.cat(outs)
-    out = out.index_select(0, plan.slot)
+    out = plan.to_nodes(outs)
     if drop:
         out = out * keep_scale(p)
     return out.view((N, ) + heads + (dh, )).movedim(0, -2)

@@ -244,11 +244,10 @@ class CSA(nn.Module):
         view per projection."""
         weight = torch.cat([lin.weight for lin in lins]) if len(lins) > 1 \
             else lins[0].weight
-        rows = F.linear(x, weight).index_select(0, plan.gather)
-        sizes = [blk.graphs * blk.n for blk in plan.blocks]
+        parts = plan.to_blocks(F.linear(x, weight))
         return [part.view(blk.graphs, blk.n, len(lins), self.heads,
                           self.head_dim).unbind(2)
-                for blk, part in zip(plan.blocks, rows.split(sizes))]
+                for blk, part in zip(plan.blocks, parts)]
 
     def attention(self, x: Tensor, ctx: GraphContext) -> Tensor:
         r"""Normalised (and, in training, dropped-out) filters
@@ -352,8 +351,7 @@ class CSA(nn.Module):
             outs.append(out.reshape(blk.graphs * blk.n, self.dim))
         if record:
             ctx.log('csa', self._dense(maps, plan, ctx.layout))
-        out = (outs[0] if len(outs) == 1 else torch.cat(outs)) \
-            .index_select(0, plan.slot)
+        out = plan.to_nodes(outs)
         if self.lin_out is not None:
             out = self.lin_out(out)
         return out, None

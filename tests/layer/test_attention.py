@@ -119,6 +119,10 @@ def test_attention_blocks_pad_similar_sizes_together(monkeypatch):
     assert plan.slot.unique().numel() == plan.slot.numel() == sum(sizes)
     assert plan.gather.numel() == plan.total
     assert torch.equal(plan.gather[plan.slot], torch.arange(sum(sizes)))
+    rows = torch.randn(sum(sizes), 3)
+    parts = plan.to_blocks(rows)
+    assert [part.shape[0] for part in parts] == [2 * 30, 5 * 3]
+    assert torch.equal(plan.to_nodes(parts), rows)
     big = torch.tensor([n > 10 for n in sizes]).repeat_interleave(
         torch.tensor(sizes))
     assert bool((plan.slot[big] < 2 * 30).all())
