@@ -187,10 +187,9 @@ class Runner:
     def __init__(self, row: ModelRow, dataset, device: torch.device,
                  seed: int = 0, use_compile: bool = False, bf16: bool = False,
                  opts: Sequence = ()):
-        from torch_geometric.loader import DataLoader
-
         from graphgps_ext.config.speed import compile_model
-        from graphgps_ext.train.optim import build_optimizer
+        from graphgps_ext.loader.dataloader import graph_loader
+        from graphgps_ext.train.optim import build_optimizer, stepped_params
         from graphgps_ext.train.loss import LOSSES
 
         self.row, self.device = row, device
@@ -202,14 +201,17 @@ class Runner:
         self.params = common_params(self.model)
         self.net = compile_model(self.model, cfg)
         self.optimizer = build_optimizer(cfg, self.model.parameters())
+        self.stepped = stepped_params(self.optimizer)
         self.loss_fn = LOSSES['l1']
         self.clip = (cfg.optim.clip_grad_norm_value
                      if cfg.optim.clip_grad_norm else None)
         bs = cfg.train.batch_size
         gen = torch.Generator().manual_seed(seed)
-        self.train_loader = DataLoader(dataset, batch_size=bs, shuffle=True,
-                                       generator=gen)
-        self.eval_loader = DataLoader(dataset, batch_size=bs, shuffle=False)
+        fast = bool(cfg.train.fast_collate)
+        self.train_loader = graph_loader(dataset, fast, batch_size=bs,
+                                         shuffle=True, generator=gen)
+        self.eval_loader = graph_loader(dataset, fast, batch_size=bs,
+                                        shuffle=False)
 
     def train_step(self, batch) -> float:
         batch = batch.to(self.device)
@@ -219,7 +221,7 @@ class Runner:
         self.optimizer.zero_grad(set_to_none=True)
         loss.backward()
         if self.clip is not None:
-            clip_grad_norm_(self.model.parameters(), self.clip, self.cfg)
+            clip_grad_norm_(self.stepped, self.clip, self.cfg)
         self.optimizer.step()
         return float(loss.detach())
 

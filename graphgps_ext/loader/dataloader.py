@@ -3,8 +3,11 @@
 processes of a data-parallel run."""
 from typing import Dict, Iterator
 
+import torch
 from torch.utils.data import DistributedSampler, Sampler
 from torch_geometric.loader import DataLoader
+
+from graphgps_ext.loader.collate import FastCollater, fast_collate_supported
 
 
 class EpochShuffleSampler(DistributedSampler):
@@ -45,9 +48,23 @@ class ShardSampler(Sampler):
         return self.stop - self.start
 
 
+def graph_loader(dataset, fast: bool = True, **kwargs) -> torch.utils.data.DataLoader:
+    """A mini-batch loader over ``dataset`` (``kwargs``: those of
+    :class:`torch.utils.data.DataLoader`). With ``fast`` and a dataset that
+    :func:`~graphgps_ext.loader.collate.fast_collate_supported`, the loader
+    iterates over graph positions and a
+    :class:`~graphgps_ext.loader.collate.FastCollater` gathers each batch
+    from the storage; otherwise it is PyG's
+    :class:`~torch_geometric.loader.DataLoader`. Both give the same batches."""
+    if fast and fast_collate_supported(dataset) is None:
+        return torch.utils.data.DataLoader(
+            range(len(dataset)), collate_fn=FastCollater(dataset), **kwargs)
+    return DataLoader(dataset, **kwargs)
+
+
 def make_loaders(cfg, bundle, rank: int = 0,
-                 world_size: int = 1) -> Dict[str, DataLoader]:
-    """One PyG :class:`~torch_geometric.loader.DataLoader` per split.
+                 world_size: int = 1) -> Dict[str, torch.utils.data.DataLoader]:
+    """One loader per split (:func:`graph_loader`, ``train.fast_collate``).
 
     * batch size ``cfg.train.batch_size`` per process, ``cfg.num_workers``
       workers;
@@ -60,17 +77,18 @@ def make_loaders(cfg, bundle, rank: int = 0,
       gathering the predictions in rank order restores the split's order.
     """
     workers = int(cfg.num_workers)
-    common = dict(batch_size=int(cfg.train.batch_size), num_workers=workers,
+    common = dict(fast=bool(cfg.train.fast_collate),
+                  batch_size=int(cfg.train.batch_size), num_workers=workers,
                   persistent_workers=workers > 0)
     train = bundle.splits['train']
     sampler = EpochShuffleSampler(train, num_replicas=world_size, rank=rank,
                                   shuffle=True, seed=int(cfg.seed))
-    loaders = {'train': DataLoader(train, sampler=sampler, **common)}
+    loaders = {'train': graph_loader(train, sampler=sampler, **common)}
     for split in ('val', 'test'):
         data = bundle.splits[split]
         if world_size > 1:
-            loaders[split] = DataLoader(
+            loaders[split] = graph_loader(
                 data, sampler=ShardSampler(len(data), rank, world_size), **common)
         else:
-            loaders[split] = DataLoader(data, shuffle=False, **common)
+            loaders[split] = graph_loader(data, shuffle=False, **common)
     return loaders

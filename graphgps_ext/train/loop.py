@@ -51,7 +51,8 @@ from graphgps_ext.logger import RunLogger, get_logger
 from graphgps_ext.metrics import compute_metrics, is_better
 from graphgps_ext.train import checkpoint as ckpt
 from graphgps_ext.train.optim import (build_optimizer, build_scheduler,
-                                      current_lr, load_optimizer_state)
+                                      current_lr, load_optimizer_state,
+                                      stepped_params)
 
 
 class NonFiniteLossError(RuntimeError):
@@ -135,8 +136,9 @@ class Trainer:
         self.train_net = speed.compile_model(model, cfg)
         self.eval_net = (self.train_net if self.module is model
                          else speed.compile_model(self.module, cfg))
-        self.optimizer = build_optimizer(cfg, model.parameters(),
-                                         dist.lr_scale(cfg, self.world_size))
+        self.optimizer = build_optimizer(
+            cfg, model.parameters(), dist.lr_scale(cfg, self.world_size),
+            flat=cfg.optim.flat_params and self.world_size == 1)
         self.scheduler = build_scheduler(cfg, self.optimizer)
         self.generator = getattr(loaders['train'], 'generator', None)
         self.select_split = 'val' if 'val' in loaders else 'train'
@@ -277,7 +279,7 @@ class Trainer:
                     self.optimizer.zero_grad(set_to_none=True)
                     loss.backward()
                     if clip:
-                        speed.clip_grad_norm_(self.model.parameters(),
+                        speed.clip_grad_norm_(stepped_params(self.optimizer),
                                               self.cfg.optim.clip_grad_norm_value,
                                               self.cfg)
                     self.optimizer.step()

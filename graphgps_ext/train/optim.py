@@ -32,6 +32,8 @@ from typing import Any, Dict, List
 import torch
 from torch.optim import lr_scheduler
 
+from graphgps_ext.train.flat import flat_optimizer
+
 
 def _tensors(params) -> List[torch.Tensor]:
     """The parameters of ``params`` (tensors or param-group dicts)."""
@@ -52,24 +54,41 @@ def fused_kwargs(cfg, params) -> Dict[str, bool]:
     return {'fused': True} if ok else {}
 
 
-def build_optimizer(cfg, params, lr_scale: float = 1.0) -> torch.optim.Optimizer:
+def build_optimizer(cfg, params, lr_scale: float = 1.0,
+                    flat: bool = None) -> torch.optim.Optimizer:
     """The optimiser of ``optim.optimizer`` at ``optim.base_lr`` x ``lr_scale``
     (``lr_scale``: the data-parallel factor of ``optim.lr_scaling``, see
     :func:`graphgps_ext.dist.lr_scale`), fused under ``optim.fused``
-    (:func:`fused_kwargs`). ``params``: tensors or param-group dicts."""
+    (:func:`fused_kwargs`). ``params``: tensors or param-group dicts.
+
+    ``flat`` (default ``optim.flat_params``): when ``params`` are tensors,
+    the optimiser works on flat buffers of them
+    (:func:`graphgps_ext.train.flat.flat_optimizer`); clip the gradients of
+    :func:`stepped_params` then."""
     name = cfg.optim.optimizer
     lr, wd = cfg.optim.base_lr * lr_scale, cfg.optim.weight_decay
-    params = list(params)
-    if name == 'adam':
-        return torch.optim.Adam(params, lr=lr, weight_decay=wd,
-                                **fused_kwargs(cfg, params))
-    if name == 'adamW':
-        return torch.optim.AdamW(params, lr=lr, weight_decay=wd,
-                                 **fused_kwargs(cfg, params))
+    # Groups' parameter iterators are read more than once below.
+    params = [dict(p, params=list(p['params'])) if isinstance(p, dict) else p
+              for p in params]
+    classes = {'adam': torch.optim.Adam, 'adamW': torch.optim.AdamW,
+               'sgd': torch.optim.SGD}
+    if name not in classes:
+        raise ValueError(f"unknown optim.optimizer '{name}': use adam, adamW or sgd")
+    kwargs = dict(lr=lr, weight_decay=wd)
     if name == 'sgd':
-        return torch.optim.SGD(params, lr=lr, weight_decay=wd,
-                               momentum=cfg.optim.momentum)
-    raise ValueError(f"unknown optim.optimizer '{name}': use adam, adamW or sgd")
+        kwargs['momentum'] = cfg.optim.momentum
+    else:
+        kwargs.update(fused_kwargs(cfg, params))
+    flat = cfg.optim.flat_params if flat is None else flat
+    if flat and all(isinstance(p, torch.Tensor) for p in params):
+        return flat_optimizer(classes[name], params, **kwargs)
+    return classes[name](params, **kwargs)
+
+
+def stepped_params(optimizer: torch.optim.Optimizer) -> List[torch.Tensor]:
+    """The tensors ``optimizer`` updates (the flat buffers under
+    ``optim.flat_params``): clipping their gradients clips the model's."""
+    return [p for group in optimizer.param_groups for p in group['params']]
 
 
 def load_optimizer_state(optimizer: torch.optim.Optimizer, state: Dict[str, Any]):

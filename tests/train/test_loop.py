@@ -227,22 +227,26 @@ def _losses(run_dir):
     return {s: [r['loss'] for r in stats(run_dir, s)] for s in ('train', 'val', 'test')}
 
 
-def test_fused_and_plain_training_give_the_same_losses(tiny_run, tiny_cfg, tmp_path):
+@pytest.mark.parametrize('key', ['fused', 'flat_params'])
+def test_fused_or_flat_and_plain_training_give_the_same_losses(
+        tiny_run, tiny_cfg, tmp_path, key):
     from graphgps_ext.config.speed import speed_cfg
+    from graphgps_ext.train.flat import _ZeroInPlace
     speed_cfg(tiny_cfg)
     tiny_cfg.optim.max_epoch = 3
     tiny_cfg.optim.optimizer = 'adamW'
     tiny_cfg.optim.weight_decay = 0.01
     tiny_cfg.optim.clip_grad_norm = True
     tiny_cfg.optim.clip_grad_norm_value = 0.5
-    losses, fused = {}, []
+    losses, seen = {}, []
     for on in (True, False):
-        tiny_cfg.optim.fused = on
+        tiny_cfg.optim[key] = on
         tiny_cfg.out_dir = str(tmp_path / str(on))
-        tiny_run.run_seed(tiny_cfg, callbacks=[
-            lambda t, e, r: fused.append(bool(t.optimizer.defaults['fused']))])
+        tiny_run.run_seed(tiny_cfg, callbacks=[lambda t, e, r: seen.append(
+            bool(t.optimizer.defaults['fused']) if key == 'fused'
+            else isinstance(t.optimizer, _ZeroInPlace))])
         losses[on] = _losses(os.path.join(tiny_cfg.out_dir, 'tiny', '0'))
-    assert fused == [True] * 3 + [False] * 3
+    assert seen == [True] * 3 + [False] * 3
     for split in ('train', 'val', 'test'):
         assert losses[True][split] == pytest.approx(losses[False][split],
                                                     rel=1e-5, abs=1e-5)

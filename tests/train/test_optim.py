@@ -30,8 +30,10 @@ def lrs(cfg, epochs):
 def test_optimizers(tiny_cfg, name, cls):
     tiny_cfg.optim.optimizer = name
     tiny_cfg.optim.weight_decay = 0.1
-    opt = build_optimizer(tiny_cfg, [torch.nn.Parameter(torch.zeros(1))])
+    opt = build_optimizer(tiny_cfg, [torch.nn.Parameter(torch.zeros(1))], flat=False)
     assert type(opt) is cls
+    flat = build_optimizer(tiny_cfg, [torch.nn.Parameter(torch.zeros(1))], flat=True)
+    assert isinstance(flat, cls) and type(flat) is not cls
     assert opt.param_groups[0]['weight_decay'] == 0.1
 
 

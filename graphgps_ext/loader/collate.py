@@ -1,0 +1,162 @@
+r"""Vectorised mini-batch collation straight from an in-memory dataset's
+storage (``train.fast_collate``).
+
+PyG's :class:`~torch_geometric.loader.DataLoader` separates every graph of
+a batch into its own :class:`~torch_geometric.data.Data` (one slice per
+attribute) and concatenates them again in
+:meth:`~torch_geometric.data.Batch.from_data_list`: a Python loop over the
+graphs and attributes, about 6 ms for 32 ZINC graphs on one CPU core, as
+long as a whole forward pass of a small model. An
+:class:`~torch_geometric.data.InMemoryDataset` already keeps all graphs
+concatenated along each attribute's concatenation dimension, with
+per-graph offsets ``slices[key]`` (``[G + 1]``) and index attributes stored
+graph-local. A batch of graphs :math:`g_1, \dots, g_B` is therefore one
+gather per attribute:
+
+.. math::
+    \mathrm{rows}(key) = \mathop{\Vert}_{b=1}^{B}
+        [\,s_{key}[g_b],\ s_{key}[g_b + 1]\,), \qquad
+    v_{batch} = v[\mathrm{rows}] + \mathrm{inc},
+
+where the increment of an index attribute (``*index*``, ``face``) is the
+number of nodes of the graphs before it in the batch (:math:`\sum_{c<b}
+n_{g_c}`, repeated over the graph's entries) and 0 otherwise, plus the
+``batch`` vector and ``ptr``. :class:`FastCollater` builds exactly the
+:class:`~torch_geometric.data.Batch` that PyG's collater builds (same
+attributes, ``batch``, ``ptr``, ``num_graphs`` and the ``_slice_dict`` /
+``_inc_dict`` that :meth:`~torch_geometric.data.Batch.get_example` reads;
+``tests/loader/test_collate.py`` compares them on every dataset of the
+package), with a handful of tensor operations whatever the batch size.
+
+Datasets it cannot serve exactly (a ``transform`` applied on access,
+non-tensor or sparse attributes, a ``Data`` subclass with its own
+``__inc__`` / ``__cat_dim__``, ``*batch*`` attributes) are reported by
+:func:`fast_collate_supported` and keep PyG's loader.
+"""
+from typing import Dict, List, Optional, Sequence, Tuple
+
+import torch
+from torch import Tensor
+from torch_geometric.data import Batch, Data, InMemoryDataset
+from torch_geometric.utils import cumsum, is_sparse
+
+
+def fast_collate_supported(dataset) -> Optional[str]:
+    """``None`` when :class:`FastCollater` serves ``dataset`` exactly,
+    else the reason it does not."""
+    if not isinstance(dataset, InMemoryDataset):
+        return f'{type(dataset).__name__} is not an InMemoryDataset'
+    if dataset.transform is not None:
+        return 'the dataset applies a transform on access'
+    data, slices = dataset._data, dataset.slices
+    if type(data) is not Data:
+        return f'its graphs are {type(data).__name__}, not Data'
+    if slices is None:
+        return 'the dataset holds no collated storage'
+    for key in data.keys():
+        value = data[key]
+        if key == 'num_nodes':
+            continue
+        if not isinstance(value, Tensor) or is_sparse(value):
+            return f"attribute '{key}' is not a dense tensor"
+        if 'batch' in key:
+            return f"attribute '{key}' is a batch vector"
+        if key not in slices:
+            return f"attribute '{key}' has no slices"
+    return None
+
+
+def _ranges(start: Tensor, count: Tensor, total: int) -> Tensor:
+    """``cat([arange(s, s + c) for s, c in zip(start, count)])``."""
+    shift = (start - cumsum(count)[:-1]).repeat_interleave(
+        count, output_size=total)
+    return torch.arange(total, device=start.device) + shift
+
+
+class FastCollater:
+    """Collate a list of dataset indices into a
+    :class:`~torch_geometric.data.Batch` by gathering from ``dataset``'s
+    storage (see the module docstring).
+
+    Args:
+        dataset: an :class:`~torch_geometric.data.InMemoryDataset`
+            (possibly an index view such as ``dataset[split_idx]``) for which
+            :func:`fast_collate_supported` returns ``None``.
+
+    ``collater(indices)`` returns the batch of ``dataset[i]`` for ``i`` in
+    ``indices`` (positions in ``dataset``, as a DataLoader's sampler yields
+    them).
+    """
+
+    def __init__(self, dataset: InMemoryDataset):
+        reason = fast_collate_supported(dataset)
+        if reason is not None:
+            raise ValueError(f'train.fast_collate cannot serve {dataset!r}: '
+                             f'{reason}; set train.fast_collate False')
+        from graphgps_ext.loader.storage import node_slices
+        data = dataset._data
+        self.store = {key: data[key] for key in data.keys()
+                      if key != 'num_nodes'}
+        self.cat_dim = {}
+        for key, value in self.store.items():
+            dim = data.__cat_dim__(key, value)
+            self.cat_dim[key] = 0 if dim is None else dim % value.dim()
+        self.increment = {key: 'index' in key or key == 'face'
+                          for key in self.store}
+        # Attributes with equal offsets (all node-level ones, all edge-level
+        # ones) share one gather index per batch.
+        self.groups: List[Tuple[Tensor, List[str]]] = []
+        for key in self.store:
+            s = dataset.slices[key]
+            for slices, keys in self.groups:
+                if torch.equal(slices, s):
+                    keys.append(key)
+                    break
+            else:
+                self.groups.append((s, [key]))
+        self.node_slices = node_slices(dataset)
+        self.explicit_num_nodes = 'num_nodes' in data.keys()
+        self.indices = torch.as_tensor(dataset.indices(), dtype=torch.long)
+
+    def __call__(self, indices: Sequence[int]) -> Batch:
+        graphs = self.indices[torch.as_tensor(indices, dtype=torch.long)]
+        B = graphs.numel()
+        start = self.node_slices[graphs]
+        nodes = self.node_slices[graphs + 1] - start
+        node_offset = cumsum(nodes)
+        num_nodes = int(node_offset[-1])
+        batch = Batch(_base_cls=Data)
+        slice_dict: Dict[str, Tensor] = {}
+        inc_dict: Dict[str, Tensor] = {}
+        no_inc = torch.zeros(B, dtype=torch.long)
+        for s, keys in self.groups:
+            first = s[graphs]
+            count = s[graphs + 1] - first
+            sizes = cumsum(count)
+            total = int(sizes[-1])
+            rows = _ranges(first, count, total)
+            shift = None
+            for key in keys:
+                dim = self.cat_dim[key]
+                out = self.store[key].index_select(dim, rows)
+                if self.increment[key]:
+                    if shift is None:
+                        shift = node_offset[:-1].repeat_interleave(
+                            count, output_size=total)
+                    shape = [1] * out.dim()
+                    shape[dim] = -1
+                    out += shift.view(shape)
+                batch[key] = out
+                slice_dict[key] = sizes
+                inc_dict[key] = node_offset[:-1] if self.increment[key] else no_inc
+        if self.explicit_num_nodes:
+            batch._store._num_nodes = nodes.tolist()
+            batch.num_nodes = num_nodes
+        batch.batch = torch.arange(B).repeat_interleave(
+            nodes, output_size=num_nodes)
+        batch.ptr = node_offset
+        batch._num_graphs = B
+        batch._slice_dict = slice_dict
+        batch._inc_dict = inc_dict
+        return batch
+
