@@ -5,8 +5,8 @@ PyG's :class:`~torch_geometric.loader.DataLoader` separates every graph of
 a batch into its own :class:`~torch_geometric.data.Data` (one slice per
 attribute) and concatenates them again in
 :meth:`~torch_geometric.data.Batch.from_data_list`: a Python loop over the
-graphs and attributes, about 6 ms for 32 ZINC graphs on one CPU core, as
-long as a whole forward pass of a small model. An
+graphs and attributes: 2.6 ms for 32 ZINC graphs on one CPU core once
+the dataset caches the separated graphs, 7 ms before (this module: 0.8 ms). An
 :class:`~torch_geometric.data.InMemoryDataset` already keeps all graphs
 concatenated along each attribute's concatenation dimension, with
 per-graph offsets ``slices[key]`` (``[G + 1]``) and index attributes stored
@@ -53,6 +53,11 @@ def fast_collate_supported(dataset) -> Optional[str]:
         return f'its graphs are {type(data).__name__}, not Data'
     if slices is None:
         return 'the dataset holds no collated storage'
+    from graphgps_ext.loader.storage import node_slices
+    try:
+        node_slices(dataset)
+    except ValueError as e:
+        return str(e)
     for key in data.keys():
         value = data[key]
         if key == 'num_nodes':

@@ -7,7 +7,10 @@ r"""Optimisers and learning-rate schedules (stepped once per epoch).
 ``speed``, on by default) Adam and AdamW run their fused multi-tensor kernel
 when every parameter is a floating CPU or CUDA tensor (the same update up to
 float rounding); :func:`load_optimizer_state` keeps that choice when a run
-resumes from a checkpoint written with the other one.
+resumes from a checkpoint written with the other one. With
+``optim.flat_params`` (on by default) the optimiser works on flat buffers
+of the parameters (:mod:`graphgps_ext.train.flat`); gradient clipping then
+takes the gradients of :func:`stepped_params`.
 
 ``optim.scheduler``:
 
@@ -27,7 +30,7 @@ resumes from a checkpoint written with the other one.
   evaluations; the run stops once the lr is below ``optim.min_lr`` (GT).
 """
 import math
-from typing import Any, Dict, List
+from typing import Any, Dict, List, Optional
 
 import torch
 from torch.optim import lr_scheduler
@@ -55,7 +58,7 @@ def fused_kwargs(cfg, params) -> Dict[str, bool]:
 
 
 def build_optimizer(cfg, params, lr_scale: float = 1.0,
-                    flat: bool = None) -> torch.optim.Optimizer:
+                    flat: Optional[bool] = None) -> torch.optim.Optimizer:
     """The optimiser of ``optim.optimizer`` at ``optim.base_lr`` x ``lr_scale``
     (``lr_scale``: the data-parallel factor of ``optim.lr_scaling``, see
     :func:`graphgps_ext.dist.lr_scale`), fused under ``optim.fused``
