@@ -48,6 +48,13 @@ def dropout_mask(shape, p: float, dtype: torch.dtype = torch.float32,
     threshold = _threshold(p)
     if threshold > 32767:  # p = 1 (the int16 comparison would overflow)
         return torch.zeros(shape, dtype=dtype, device=device)
+    if torch.compiler.is_compiling():
+        # Under torch.compile the int64 -> int16 reinterpreting view cannot
+        # be traced (AOT autograd rebuilds it with the int64 strides), and
+        # Inductor draws from its own random stream anyway: a uniform draw
+        # against the same rounded probability.
+        keep = torch.rand(shape, device=device) >= (threshold + 32768) / 65536
+        return keep.to(dtype)
     out = torch.empty(shape, dtype=dtype, device=device)
     return torch.ge(_bits(shape, device), threshold, out=out)
 

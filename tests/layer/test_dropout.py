@@ -56,3 +56,17 @@ def test_dropout_module_matches_function_and_backward():
     assert module(x) is x
     with pytest.raises(ValueError, match='probability'):
         Dropout(1.5)
+
+
+def test_dropout_under_torch_compile():
+    """``train.compile``: the int16 view of the fast mask cannot be traced, so
+    compiled code draws a uniform mask at the same rounded probability (it
+    used to fail in AOT autograd, e.g. in the GT branch's attention dropout)."""
+    x = torch.ones(64, 250, requires_grad=True)
+    fn = torch.compile(lambda t: dropout(t, 0.25, training=True), dynamic=True)
+    out = fn(x)
+    kept = out != 0
+    assert abs(kept.float().mean().item() - 0.75) < 0.02
+    torch.testing.assert_close(out[kept], torch.full_like(out[kept], 1 / 0.75))
+    out.sum().backward()
+    torch.testing.assert_close(x.grad, kept.float() / 0.75)
