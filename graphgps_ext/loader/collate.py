@@ -40,6 +40,8 @@ from torch import Tensor
 from torch_geometric.data import Batch, Data, InMemoryDataset
 from torch_geometric.utils import cumsum, is_sparse
 
+from graphgps_ext.loader.storage import node_slices
+
 
 def fast_collate_supported(dataset) -> Optional[str]:
     """``None`` when :class:`FastCollater` serves ``dataset`` exactly,
@@ -53,7 +55,6 @@ def fast_collate_supported(dataset) -> Optional[str]:
         return f'its graphs are {type(data).__name__}, not Data'
     if slices is None:
         return 'the dataset holds no collated storage'
-    from graphgps_ext.loader.storage import node_slices
     try:
         node_slices(dataset)
     except ValueError as e:
@@ -98,7 +99,6 @@ class FastCollater:
         if reason is not None:
             raise ValueError(f'train.fast_collate cannot serve {dataset!r}: '
                              f'{reason}; set train.fast_collate False')
-        from graphgps_ext.loader.storage import node_slices
         data = dataset._data
         self.store = {key: data[key] for key in data.keys()
                       if key != 'num_nodes'}
