@@ -8,16 +8,20 @@ blocks that CSA uses as well.
   / \sqrt{d_h} + \text{mask}))\, V` among the nodes of each graph from
   node-level ``q, k, v`` ``[N, d_h]`` per head. The graphs are sorted by size
   and padded in a few *blocks* of similar sizes (:func:`partition_sizes`,
-  :func:`attention_blocks`); the node rows are gathered once into a padded
-  buffer (one ``index_select``, no zero fill), split per block into
-  ``[G B_b, n_b, d_h]`` batches of matrices for plain ``baddbmm`` / ``bmm``
-  calls, and gathered back to the nodes once at the end. With
-  dropout in training (where
+  :func:`attention_blocks`); the rows of every (node, q/k/v, head) are
+  gathered once into a buffer laid out per block as ``[3, G, B_b, n_b,
+  d_h]`` (:func:`head_layout`; one ``index_select``, no zero fill), so that
+  each block's queries, keys and values are views ``[G B_b, n_b, d_h]`` for
+  plain ``baddbmm`` / ``bmm`` calls, and the outputs are gathered back to
+  the nodes once at the end. With dropout in training (where
   :func:`torch.nn.functional.scaled_dot_product_attention` falls back to its
   unfused path with a slow Bernoulli mask) or for small blocks
-  (``n_b <= 64``) the scores are materialised and dropped out with
-  :func:`graphgps_ext.layer.dropout.dropout`; larger blocks without dropout
-  use the fused SDPA kernel.
+  (``n_b <= 64``) the scores are materialised and dropped out with the mask
+  of :func:`graphgps_ext.layer.dropout.dropout_mask`; larger blocks without
+  dropout use the fused SDPA kernel. In training with explicit scores the
+  backward is written by hand (:class:`_BlockAttention`): it writes the
+  gradients of every block straight into one buffer and gathers it back
+  once, where autograd would copy, stack and scatter per block.
 """
 import math
 from dataclasses import dataclass
@@ -28,7 +32,7 @@ import torch.nn.functional as F
 from torch import Tensor
 
 from graphgps_ext.layer.context import GraphContext
-from graphgps_ext.layer.dropout import dropout, keep_scale
+from graphgps_ext.layer.dropout import dropout_mask, keep_scale
 
 
 def key_mask(ctx: GraphContext) -> Tensor:
@@ -208,6 +212,160 @@ def _block_mask(ctx: GraphContext, block: AttentionBlock, heads: int,
     return ctx.cached(f'attention/mask/{block.start}/{heads}/{dtype}', compute)
 
 
+@dataclass
+class HeadLayout:
+    r"""Where the query, key and value rows of :math:`G` heads sit in the
+    blocks of :func:`node_attention` (computed once per batch and head
+    count, cached).
+
+    The input rows are ``[N * 3 * G, d_h]`` (node-major: node, then q/k/v,
+    then head). Block ``b`` of :class:`AttentionBlocks` (``g_b`` graphs of at
+    most ``n_b`` nodes) takes ``3 G g_b n_b`` rows of the input buffer,
+    ordered ``[3, G, g_b, n_b]`` so that its queries, keys and values are
+    views ``[G g_b, n_b, d_h]`` for ``bmm``, and ``G g_b n_b`` rows of the
+    output buffer, ordered ``[G, g_b, n_b]``.
+
+    Attributes:
+        take: ``[sum_b 3 G g_b n_b]`` input row copied into every buffer row
+            (padding rows repeat a real node, as in :class:`AttentionBlocks`).
+        back: ``[N * 3 * G]`` buffer row of every input row (its real copy).
+        out: ``[N * G]`` output-buffer row of every (node, head).
+        out_back: ``[sum_b G g_b n_b]`` (node, head) row of every output-buffer
+            row, ``N * G`` (a zero row appended to the gradient) at padding.
+        sizes: ``(3 G g_b n_b, G g_b n_b)`` per block.
+    """
+    take: Tensor
+    back: Tensor
+    out: Tensor
+    out_back: Tensor
+    sizes: List[tuple]
+
+
+def head_layout(ctx: GraphContext, heads: int) -> HeadLayout:
+    """The :class:`HeadLayout` of the batch's :func:`attention_blocks` for
+    ``heads`` heads (cached per batch)."""
+    def compute():
+        plan = attention_blocks(ctx)
+        N, G = ctx.num_nodes, heads
+        device = plan.gather.device
+        take, out_back, real, sizes = [], [], [], []
+        for block in plan.blocks:
+            gn = block.graphs * block.n
+            rows = plan.gather[block.start:block.start + gn]  # [g n] nodes
+            is_real = plan.slot.index_select(0, rows) == torch.arange(
+                block.start, block.start + gn, device=device)
+            th = torch.arange(3 * G, device=device)[:, None]
+            take.append((rows * (3 * G) + th).view(-1))
+            h = torch.arange(G, device=device)[:, None]
+            out_back.append(torch.where(is_real, rows * G + h, N * G).view(-1))
+            real.append(is_real.repeat(3 * G))
+            sizes.append((3 * G * gn, G * gn))
+        take, out_back, real = torch.cat(take), torch.cat(out_back), torch.cat(real)
+        # Inverses at the real rows: every (node, q/k/v, head) and every
+        # (node, head) has exactly one real row in the buffers.
+        back = torch.empty(N * 3 * G, dtype=torch.long, device=device)
+        back[take[real]] = torch.nonzero(real).view(-1)
+        real_out = out_back < N * G
+        out = torch.empty(N * G, dtype=torch.long, device=device)
+        out[out_back[real_out]] = torch.nonzero(real_out).view(-1)
+        return HeadLayout(take, back, out, out_back, sizes)
+    return ctx.cached(f'attention/heads/{heads}', compute)
+
+
+def _attend_blocks(buf: Tensor, ctx: GraphContext, heads: int, scale: float,
+                   p: float, drop: bool, saved: Optional[list] = None
+                   ) -> List[Tensor]:
+    """Per block of :func:`attention_blocks`: the attention outputs
+    ``[G g_b n_b, d_h]`` from the buffer rows ``buf [sum_b 3 G g_b n_b,
+    d_h]`` of :func:`head_layout` (dropped-out weights not rescaled). With
+    ``saved`` (a list), the softmax weights and dropout masks of every block
+    are appended for :class:`_BlockAttention`'s backward."""
+    plan, layout = attention_blocks(ctx), head_layout(ctx, heads)
+    G, dh = heads, buf.size(-1)
+    outs = []
+    for block, part in zip(plan.blocks, buf.split([s[0] for s in layout.sizes])):
+        q, k, v = part.view(3, G * block.graphs, block.n, dh).unbind(0)
+        if drop or block.n <= EXPLICIT_MAX_NODES or saved is not None:
+            scores = torch.baddbmm(_block_mask(ctx, block, G, buf.dtype), q,
+                                   k.transpose(1, 2), alpha=scale)
+            attn = scores.softmax(dim=-1)
+            mask = dropout_mask(attn.shape, p, attn.dtype, attn.device) \
+                if drop else None
+            if saved is not None:
+                saved += [attn, mask]
+            out = torch.bmm(attn if mask is None else attn * mask, v)
+        else:
+            out = F.scaled_dot_product_attention(
+                q, k, v, attn_mask=_block_mask(ctx, block, G, torch.bool),
+                scale=scale)
+        outs.append(out.view(-1, dh))
+    return outs
+
+
+class _BlockAttention(torch.autograd.Function):
+    r""":func:`node_attention` with explicit scores and a hand-written
+    backward: per block, with :math:`P` the softmax weights, :math:`M` the
+    dropout mask, :math:`s` the scale and :math:`\bar O` the output gradient,
+
+    .. math::
+        dV = (P \odot M)^\top \bar O, \quad
+        dP = (\bar O V^\top) \odot M, \quad
+        dS = P \odot (dP - \mathrm{rowsum}(dP \odot P)), \quad
+        dQ = s\, dS\, K, \quad dK = s\, dS^\top Q,
+
+    written straight into one gradient buffer that is gathered back to the
+    input rows once (no per-block copies, stacks or scatters). Input
+    ``rows [N 3 G, d_h]`` (:class:`HeadLayout`), output ``[N G, d_h]``."""
+
+    @staticmethod
+    def forward(fctx, rows, graph, heads, scale, p, drop):
+        layout = head_layout(graph, heads)
+        buf = rows.index_select(0, layout.take)
+        saved = []
+        outs = _attend_blocks(buf, graph, heads, scale, p, drop, saved)
+        out = torch.cat(outs).index_select(0, layout.out)
+        fctx.graph, fctx.heads, fctx.scale, fctx.drop = graph, heads, scale, drop
+        fctx.keep = keep_scale(p) if drop else 1.0
+        fctx.save_for_backward(buf, *[t for t in saved if t is not None])
+        return out.mul_(fctx.keep) if drop else out
+
+    @staticmethod
+    @torch.autograd.function.once_differentiable
+    def backward(fctx, grad_out):
+        G, scale = fctx.heads, fctx.scale
+        buf, *saved = fctx.saved_tensors
+        plan, layout = attention_blocks(fctx.graph), head_layout(fctx.graph, G)
+        dh = buf.size(-1)
+        grad = torch.cat([grad_out.reshape(-1, dh), grad_out.new_zeros(1, dh)])
+        if fctx.drop:
+            grad.mul_(fctx.keep)
+        grad = grad.index_select(0, layout.out_back)
+        grad_buf = torch.empty_like(buf)
+        step = 2 if fctx.drop else 1
+        parts = zip(plan.blocks, buf.split([s[0] for s in layout.sizes]),
+                    grad_buf.split([s[0] for s in layout.sizes]),
+                    grad.split([s[1] for s in layout.sizes]))
+        for i, (block, part, grad_part, grad_o) in enumerate(parts):
+            shape = (G * block.graphs, block.n, dh)
+            q, k, v = part.view((3, ) + shape).unbind(0)
+            gq, gk, gv = grad_part.view((3, ) + shape).unbind(0)
+            grad_o = grad_o.view(shape)
+            attn = saved[step * i]
+            mask = saved[step * i + 1] if fctx.drop else None
+            torch.bmm((attn if mask is None else attn * mask).transpose(1, 2),
+                      grad_o, out=gv)
+            d_attn = torch.bmm(grad_o, v.transpose(1, 2))
+            if mask is not None:
+                d_attn.mul_(mask)
+            d_scores = torch._softmax_backward_data(d_attn, attn, -1,
+                                                    attn.dtype)
+            torch.baddbmm(gq, d_scores, k, beta=0, alpha=scale, out=gq)
+            torch.baddbmm(gk, d_scores.transpose(1, 2), q, beta=0,
+                          alpha=scale, out=gk)
+        return (grad_buf.index_select(0, layout.back), None, None, None,
+                None, None)
+
+
 def node_attention(qkv: Tensor, ctx: GraphContext, p: float = 0.0,
                    training: bool = False,
                    scale: Optional[float] = None) -> Tensor:
@@ -224,11 +382,13 @@ def node_attention(qkv: Tensor, ctx: GraphContext, p: float = 0.0,
     (q_i \cdot k_j\, \mathrm{scale}))\, V` over the nodes ``j`` of the graph
     of ``i``.
 
-    The node rows are gathered once into a buffer of padded blocks
+    The rows are gathered once into a buffer of padded blocks
     (:func:`attention_blocks`: graphs of similar size together, so that a
-    few large graphs do not pad the whole batch to their size), each block
-    is a batch of ``[n_b, d_h]`` matrices for ``baddbmm`` / ``bmm`` (or the
-    fused SDPA kernel), and the outputs are gathered back once. Node-major
+    few large graphs do not pad the whole batch to their size;
+    :func:`head_layout`), each block is a batch of ``[n_b, d_h]`` matrices
+    for ``baddbmm`` / ``bmm`` (or the fused SDPA kernel), and the outputs
+    are gathered back once. In training with explicit scores (float32 or
+    float64) the gradient is :class:`_BlockAttention`'s. Node-major
     inputs (``qkv`` a permuted view of ``[N, 3, *G, d_h]``) are read
     without a copy, and the result is a view of node-major ``[N, *G, d_h]``.
     """
@@ -237,30 +397,18 @@ def node_attention(qkv: Tensor, ctx: GraphContext, p: float = 0.0,
     scale = 1.0 / math.sqrt(dh) if scale is None else scale
     if N == 0:
         return qkv.new_zeros(heads + (0, dh))
-    plan = attention_blocks(ctx)
-    # Node-major rows [N, 3 G d_h] (a view when qkv is a permuted projection
-    # [N, 3, *G, d_h]), copied once into the padded buffer.
-    parts = plan.to_blocks(qkv.movedim(-2, 0).reshape(N, 3 * G * dh))
+    rows = qkv.movedim(-2, 0).reshape(N * 3 * G, dh)  # a view if node-major
     drop = training and p > 0.0
-    outs = []
-    for block, part in zip(plan.blocks, parts):
-        g, n = block.graphs, block.n
-        # [3, G g, n, d_h], head-major batches of matrices
-        q, k, v = part.view(g, n, 3, G, dh).permute(2, 3, 0, 1, 4) \
-            .reshape(3, G * g, n, dh).unbind(0)
-        if drop or n <= EXPLICIT_MAX_NODES:
-            scores = torch.baddbmm(_block_mask(ctx, block, G, qkv.dtype), q,
-                                   k.transpose(1, 2), alpha=scale)
-            attn = dropout(scores.softmax(dim=-1), p, drop, scale=False)
-            out = torch.bmm(attn, v)
-        else:
-            out = F.scaled_dot_product_attention(
-                q, k, v, attn_mask=_block_mask(ctx, block, G, torch.bool),
-                scale=scale)
-        # back to node-major rows [g n, G d_h]
-        outs.append(out.view(G, g, n, dh).permute(1, 2, 0, 3)
-                    .reshape(g * n, G * dh))
-    out = plan.to_nodes(outs)
-    if drop:
-        out = out * keep_scale(p)
+    plan = attention_blocks(ctx)
+    if torch.is_grad_enabled() and rows.requires_grad and (drop or max(
+            block.n for block in plan.blocks) <= EXPLICIT_MAX_NODES) \
+            and rows.dtype in (torch.float32, torch.float64):
+        out = _BlockAttention.apply(rows, ctx, G, scale, p, drop)
+    else:
+        layout = head_layout(ctx, G)
+        outs = _attend_blocks(rows.index_select(0, layout.take), ctx, G,
+                              scale, p, drop)
+        out = torch.cat(outs).index_select(0, layout.out)
+        if drop:
+            out = out * keep_scale(p)
     return out.view((N, ) + heads + (dh, )).movedim(0, -2)

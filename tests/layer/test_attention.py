@@ -67,6 +67,71 @@ def test_node_attention_gradients_and_dropout_in_training(monkeypatch,
                                reference(qkv.detach(), SIZES, dh ** -0.5))
 
 
+def fixed_masks(monkeypatch):
+    """Make the attention dropout masks a fixed function of their shape (so
+    that node_attention is deterministic, for gradcheck)."""
+    def mask(shape, p, dtype=torch.float32, device=None):
+        gen = torch.Generator().manual_seed(sum(shape))
+        return (torch.rand(shape, generator=gen) >= p).to(dtype)
+    monkeypatch.setattr(attention, 'dropout_mask', mask)
+
+
+@pytest.mark.parametrize('p', [0.0, 0.5])
+@pytest.mark.parametrize('heads', [(2, ), (3, 2)])
+@pytest.mark.parametrize('overhead', [attention.BLOCK_OVERHEAD, 0])
+def test_hand_written_backward_matches_finite_differences(monkeypatch, p,
+                                                          heads, overhead):
+    monkeypatch.setattr(attention, 'BLOCK_OVERHEAD', overhead)
+    fixed_masks(monkeypatch)
+    calls = []
+    apply = attention._BlockAttention.apply
+    monkeypatch.setattr(attention._BlockAttention, 'apply',
+                        lambda *a: calls.append(1) or apply(*a))
+    torch.manual_seed(2)
+    sizes = [4, 1, 6, 0, 3]
+    qkv = torch.randn((3, ) + heads + (sum(sizes), 3), dtype=torch.float64,
+                      requires_grad=True)
+    ctx = make_ctx(sizes)
+    assert torch.autograd.gradcheck(
+        lambda t: node_attention(t, ctx, p=p, training=True), (qkv, ))
+    assert calls  # the custom backward was the one checked
+    if p == 0.0:  # and it is the reference attention
+        torch.testing.assert_close(
+            node_attention(qkv, ctx, training=True),
+            reference(qkv.detach(), sizes, 3 ** -0.5))
+
+
+def test_training_without_dropout_on_large_blocks_uses_autograd(monkeypatch):
+    # Blocks above EXPLICIT_MAX_NODES without dropout take the fused SDPA
+    # kernel, differentiated by autograd; same gradients as the explicit path.
+    torch.manual_seed(3)
+    qkv = torch.randn(3, 2, sum(SIZES), 4, dtype=torch.float64,
+                      requires_grad=True)
+    grads = []
+    for explicit_max in (64, 0):
+        monkeypatch.setattr(attention, 'EXPLICIT_MAX_NODES', explicit_max)
+        out = node_attention(qkv, make_ctx(), training=True)
+        grads.append(torch.autograd.grad(out.square().sum(), qkv)[0])
+    torch.testing.assert_close(grads[0], grads[1])
+
+
+def test_head_layout_round_trip(monkeypatch):
+    monkeypatch.setattr(attention, 'BLOCK_OVERHEAD', 0)
+    sizes, G, dh = [5, 2, 0, 4, 4], 3, 2
+    ctx = make_ctx(sizes)
+    layout = attention.head_layout(ctx, G)
+    N = sum(sizes)
+    rows = torch.randn(N * 3 * G, dh)
+    buf = rows.index_select(0, layout.take)
+    assert buf.size(0) == sum(s[0] for s in layout.sizes)
+    assert torch.equal(buf.index_select(0, layout.back), rows)
+    # out_back is the inverse of out at the real rows, N G at padding.
+    assert torch.equal(layout.out_back[layout.out], torch.arange(N * G))
+    padding = sum(s[1] for s in layout.sizes) - N * G
+    assert int((layout.out_back == N * G).sum()) == padding
+    assert attention.head_layout(ctx, G) is layout  # cached per batch
+
+
 def test_key_mask_is_cached_and_never_empty():
     ctx = make_ctx([2, 3])
     mask = key_mask(ctx)
