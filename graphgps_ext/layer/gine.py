@@ -74,4 +74,5 @@ class GINE(nn.Module):
             msg = msg * self.gate(equivstable_positions(ctx, 'GINE'),
                                   ctx.edge_index)
         agg = scatter(msg, dst, 0, dim_size=x.size(0), reduce='sum')
-        return self.conv.nn(agg + (1 + self.conv.eps) * x)
+        # (1 + eps) x added in place: one pass, no temporary.
+        return self.conv.nn(agg.addcmul_(x, 1 + self.conv.eps))

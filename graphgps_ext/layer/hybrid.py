@@ -42,7 +42,6 @@ Shapes: ``x`` is ``[N, d]`` for ``N`` nodes in the batch, ``edge_attr`` is
 """
 from typing import Optional
 
-import torch
 from torch import Tensor, nn
 from torch_geometric.nn.resolver import activation_resolver
 
@@ -124,7 +123,7 @@ class HybridLayer(nn.Module):
 
     def forward(self, x: Tensor, edge_attr: Optional[Tensor],
                 ctx: GraphContext):
-        out = 0
+        out = None
         for kind, branch in self.branches.items():
             norm = self.norms[kind]
             h, e = branch(norm(x) if self.pre_norm else x, edge_attr, ctx)
@@ -136,7 +135,7 @@ class HybridLayer(nn.Module):
                 h = norm(h)
             if e is not None:
                 edge_attr = e
-            out = out + h
+            out = h if out is None else out + h
         if self.pre_norm:
             if self.ffn is not None:
                 out = out + self.ffn(self.ffn_norm(out))

@@ -2,7 +2,6 @@ r"""Full multi-head self-attention over the nodes of each graph (global branch).
 import math
 from typing import Optional
 
-import torch
 from torch import Tensor, nn
 
 from graphgps_ext.layer.attention import key_mask, node_attention
