@@ -22,6 +22,9 @@ def gt_cfg(cfg):
     cfg.gt.dropout = 0.0
     # Dropout on attention weights (global branches).
     cfg.gt.attn_dropout = 0.0
+    # Hand-written backward of the Transformer / MNA node attention (a speed
+    # switch: False differentiates the same forward with autograd).
+    cfg.gt.fused_attention = True
     # Norm of every branch and of the FFN: batch | layer | none.
     cfg.gt.norm = 'batch'
     # Pre-norm blocks (MNA-GT eq. 11-12) instead of post-norm (GraphGPS).

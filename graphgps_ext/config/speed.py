@@ -27,6 +27,12 @@ path available and gives the plain path's results within tolerance
   (:class:`graphgps_ext.loader.collate.FastCollater`) instead of separating
   and re-concatenating every graph (PyG's collater, kept for datasets it
   cannot serve and when ``False``); the batches are identical;
+- ``gt.fused_attention`` (in the ``gt`` group beside the attention
+  options, on by default): the dense node attention of the Transformer and
+  MNA branches has a hand-written backward in training
+  (:class:`graphgps_ext.layer.attention._BlockAttention`: the gradients of
+  every size block written into one buffer and gathered back once);
+  ``False`` differentiates the same forward with autograd;
 - ``train.amp``: autocast precision of the forward pass: ``none`` (float32),
   ``bf16`` (bfloat16 autocast; fast on CUDA GPUs with bf16 units, on most
   CPUs slower than float32). The loss is computed in float32.

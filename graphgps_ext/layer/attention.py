@@ -368,7 +368,7 @@ class _BlockAttention(torch.autograd.Function):
 
 def node_attention(qkv: Tensor, ctx: GraphContext, p: float = 0.0,
                    training: bool = False,
-                   scale: Optional[float] = None) -> Tensor:
+                   scale: Optional[float] = None, fused: bool = True) -> Tensor:
     r"""Multi-head attention among the nodes of each graph.
 
     Args:
@@ -377,6 +377,9 @@ def node_attention(qkv: Tensor, ctx: GraphContext, p: float = 0.0,
         ctx: the batch (blocks and key masks, cached per batch).
         p: attention dropout (training only).
         scale: score scale, :math:`1/\sqrt{d_h}` by default.
+        fused: in training with explicit scores, use the hand-written
+            backward of :class:`_BlockAttention` (``gt.fused_attention``);
+            ``False``: autograd through the same forward (the plain path).
 
     Returns ``[*G, N, d_h]``: per head, :math:`\mathrm{Drop}(\mathrm{softmax}_j
     (q_i \cdot k_j\, \mathrm{scale}))\, V` over the nodes ``j`` of the graph
@@ -388,7 +391,7 @@ def node_attention(qkv: Tensor, ctx: GraphContext, p: float = 0.0,
     :func:`head_layout`), each block is a batch of ``[n_b, d_h]`` matrices
     for ``baddbmm`` / ``bmm`` (or the fused SDPA kernel), and the outputs
     are gathered back once. In training with explicit scores (float32 or
-    float64) the gradient is :class:`_BlockAttention`'s. Node-major
+    float64) the gradient is :class:`_BlockAttention`'s (``fused``). Node-major
     inputs (``qkv`` a permuted view of ``[N, 3, *G, d_h]``) are read
     without a copy, and the result is a view of node-major ``[N, *G, d_h]``.
     """
@@ -400,7 +403,7 @@ def node_attention(qkv: Tensor, ctx: GraphContext, p: float = 0.0,
     rows = qkv.movedim(-2, 0).reshape(N * 3 * G, dh)  # a view if node-major
     drop = training and p > 0.0
     plan = attention_blocks(ctx)
-    if torch.is_grad_enabled() and rows.requires_grad and (drop or max(
+    if fused and torch.is_grad_enabled() and rows.requires_grad and (drop or max(
             block.n for block in plan.blocks) <= EXPLICIT_MAX_NODES) \
             and rows.dtype in (torch.float32, torch.float64):
         out = _BlockAttention.apply(rows, ctx, G, scale, p, drop)

@@ -85,6 +85,7 @@ class MNA(nn.Module):
             ``'identity'``).
         head_dim: width :math:`d_h` of a head (default ``dim // heads``).
         attn_dropout: dropout on the attention weights.
+        fused: hand-written attention backward (``gt.fused_attention``).
 
     Shapes:
         ``x`` ``[N, d]`` -> ``([N, d], None)``; ``ctx.log('mna/alpha')``
@@ -94,7 +95,7 @@ class MNA(nn.Module):
     def __init__(self, dim: int, heads: int = 4, hops: int = 2,
                  adj_norm: str = 'sym', fusion: str = 'adaptive',
                  fusion_act: str = 'tanh', head_dim: Optional[int] = None,
-                 attn_dropout: float = 0.0):
+                 attn_dropout: float = 0.0, fused: bool = True):
         super().__init__()
         if hops < 0:
             raise ValueError(f'MNA: hops (mna.hops) must be >= 0, got {hops}')
@@ -114,6 +115,7 @@ class MNA(nn.Module):
         self.hops, self.kernels = hops, hops + 1
         self.adj_norm, self.fusion = adj_norm, fusion
         self.attn_dropout = attn_dropout
+        self.fused = fused
         inner = heads * head_dim
         K = self.kernels
         # Stacked per-kernel projections: W_Q^k, W_K^k, W_V^k [d, m d_h],
@@ -138,7 +140,8 @@ class MNA(nn.Module):
                    adj_norm=cfg.mna.adj_norm, fusion=cfg.mna.fusion,
                    fusion_act=cfg.mna.fusion_act,
                    head_dim=cfg.mna.head_dim or None,
-                   attn_dropout=cfg.gt.attn_dropout)
+                   attn_dropout=cfg.gt.attn_dropout,
+                   fused=cfg.gt.fused_attention)
 
     def reset_parameters(self):
         # nn.Linear's default: U(-1/sqrt(fan_in), 1/sqrt(fan_in)) per matrix.
@@ -176,7 +179,8 @@ class MNA(nn.Module):
         # [3, K, m, N, d_h]: the K m heads of all kernels in one attention
         # call over the nodes of each graph (key mask cached per batch).
         qkv = torch.stack([q, k, v]).view(3, K, N, m, dh).transpose(2, 3)
-        z = node_attention(qkv, ctx, self.attn_dropout, self.training)
+        z = node_attention(qkv, ctx, self.attn_dropout, self.training,
+                           fused=self.fused)
         z = z.permute(2, 0, 1, 3).reshape(N, K, m * dh)  # [N, K, m d_h]
         return torch.einsum('nki,kid->nkd', z, self.weight_o)
 

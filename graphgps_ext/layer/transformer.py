@@ -38,23 +38,28 @@ class Transformer(nn.Module):
         dim: width :math:`d`.
         n_heads: heads :math:`H` (must divide ``dim``).
         attn_dropout: dropout on the attention weights (training only).
+        fused: hand-written attention backward (``gt.fused_attention``;
+            see :func:`~graphgps_ext.layer.attention.node_attention`).
 
     Shapes: ``x [N, d]`` -> ``(x_out [N, d], None)``.
     """
 
-    def __init__(self, dim: int, n_heads: int = 4, attn_dropout: float = 0.0):
+    def __init__(self, dim: int, n_heads: int = 4, attn_dropout: float = 0.0,
+                 fused: bool = True):
         super().__init__()
         if dim % n_heads:
             raise ValueError(f'Transformer: hidden width {dim} is not divisible '
                              f'by gt.n_heads={n_heads}; change one of them')
         self.dim, self.n_heads, self.head_dim = dim, n_heads, dim // n_heads
         self.attn_dropout = attn_dropout
+        self.fused = fused
         self.qkv = nn.Linear(dim, 3 * dim)
         self.out = nn.Linear(dim, dim)
 
     @classmethod
     def from_cfg(cls, cfg, dim: int) -> 'Transformer':
-        return cls(dim, n_heads=cfg.gt.n_heads, attn_dropout=cfg.gt.attn_dropout)
+        return cls(dim, n_heads=cfg.gt.n_heads, attn_dropout=cfg.gt.attn_dropout,
+                   fused=cfg.gt.fused_attention)
 
     def reset_parameters(self):
         self.qkv.reset_parameters()
@@ -66,7 +71,8 @@ class Transformer(nn.Module):
         p = self.attn_dropout if self.training else 0.0
         if ctx.record is None:
             qkv = self.qkv(x).view(N, 3, H, dh).permute(1, 2, 0, 3)  # [3, H, N, dh]
-            h = node_attention(qkv, ctx, p, self.training)  # [H, N, dh]
+            h = node_attention(qkv, ctx, p, self.training,
+                               fused=self.fused)  # [H, N, dh]
             return self.out(h.permute(1, 0, 2).reshape(N, self.dim)), None
         # Recording: the explicit map [B, H, n, n] on the dense layout.
         layout = ctx.layout

@@ -101,6 +101,22 @@ def test_hand_written_backward_matches_finite_differences(monkeypatch, p,
             reference(qkv.detach(), sizes, 3 ** -0.5))
 
 
+@pytest.mark.parametrize('p', [0.0, 0.5])
+def test_fused_switch_keeps_the_plain_autograd_path(monkeypatch, p):
+    # gt.fused_attention False: autograd through the same forward; equal
+    # outputs and gradients (the same dropout masks).
+    monkeypatch.setattr(attention, 'BLOCK_OVERHEAD', 0)
+    fixed_masks(monkeypatch)
+    torch.manual_seed(4)
+    qkv = torch.randn(3, 3, 2, sum(SIZES), 4, dtype=torch.float64,
+                      requires_grad=True)
+    results = []
+    for fused in (True, False):
+        out = node_attention(qkv, make_ctx(), p, training=True, fused=fused)
+        results.append((out, torch.autograd.grad(out.square().sum(), qkv)[0]))
+    torch.testing.assert_close(results[0], results[1])
+
+
 def test_training_without_dropout_on_large_blocks_uses_autograd(monkeypatch):
     # Blocks above EXPLICIT_MAX_NODES without dropout take the fused SDPA
     # kernel, differentiated by autograd; same gradients as the explicit path.

@@ -215,6 +215,9 @@ def test_from_cfg_head_dim_and_errors():
     cfg.mna.head_dim = 5
     layer = MNA.from_cfg(cfg, DIM)
     assert (layer.heads, layer.head_dim, layer.kernels) == (3, 5, 2)
+    assert layer.fused
+    cfg.gt.fused_attention = False
+    assert not MNA.from_cfg(cfg, DIM).fused
     assert layer.weight_q.shape == (2, DIM, 15)
     x, ctx = collate([{k: v.float() if v.is_floating_point() else v
                        for k, v in GRAPHS[0].items()}])

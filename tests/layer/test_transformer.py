@@ -113,7 +113,9 @@ def test_from_cfg_and_errors():
     gt_cfg(cfg)
     cfg.gt.n_heads, cfg.gt.attn_dropout = 8, 0.3
     m = Transformer.from_cfg(cfg, 64)
-    assert m.n_heads == 8 and m.attn_dropout == 0.3
+    assert m.n_heads == 8 and m.attn_dropout == 0.3 and m.fused
+    cfg.gt.fused_attention = False
+    assert not Transformer.from_cfg(cfg, 64).fused
     # Same parameter count as torch.nn.MultiheadAttention (GraphGPS).
     ref = torch.nn.MultiheadAttention(64, 8, batch_first=True)
     assert sum(p.numel() for p in m.parameters()) == \
