@@ -58,6 +58,11 @@ def parser() -> argparse.ArgumentParser:
     g.add_argument('--opts', nargs='*', default=[],
                    help='config overrides KEY VALUE ... applied to every row '
                    '(e.g. gt.layers 4)')
+    g.add_argument('--ab', nargs='*', default=[],
+                   help='back to back: each row also with these overrides '
+                   'KEY VALUE ... (e.g. gt.fused_attention False), passes '
+                   'alternating in one process; prints both medians and '
+                   'the passes each side won')
     g = p.add_argument_group('layers and scaling')
     g.add_argument('--layer-types', nargs='*', default=None,
                    help='subset of layer types (default: all)')
@@ -121,7 +126,7 @@ def run_suites(args, log=print) -> Dict[str, object]:
             res = models.run(device, rows=args.rows, graphs=args.graphs,
                              repeats=args.repeats, seed=args.seed,
                              use_compile=args.compile, bf16=args.bf16,
-                             opts=args.opts, log=log)
+                             opts=args.opts, ab=args.ab, log=log)
         elif suite == 'layers':
             from graphgps_ext.bench import layers
             from graphgps_ext.bench.data import FAMILIES

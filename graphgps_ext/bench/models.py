@@ -272,11 +272,20 @@ def common_params(model: nn.Module) -> int:
 def run(device: torch.device, rows: Optional[Sequence[str]] = None,
         graphs: int = 10_000, repeats: int = 1, warmup_batches: int = 3,
         seed: int = 0, use_compile: bool = False, bf16: bool = False,
-        opts: Sequence = (), log=print) -> Dict[str, object]:
+        opts: Sequence = (), ab: Sequence = (),
+        log=print) -> Dict[str, object]:
     """Run the suite; returns ``{'rows': [...], 'markdown': str, ...}``.
 
     ``rows``: keys of :data:`PAPER_ZINC_ROWS` (default all); ``opts``:
-    config overrides applied to every row (e.g. ``['gt.layers', 2]``)."""
+    config overrides applied to every row (e.g. ``['gt.layers', 2]``).
+
+    ``ab``: more overrides (model and training keys, e.g.
+    ``['gt.fused_attention', False]``) for a back-to-back comparison: every
+    row is also built with ``opts + ab`` in the same process, the two
+    models' passes alternate (A B, then B A, ...), and the result gets an
+    ``'ab'`` list with both medians, their ratio and how many paired passes
+    each side won. On a host whose speed drifts from minute to minute this
+    compares a switch far more reliably than two separate runs."""
     names = list(rows or PAPER_ZINC_ROWS)
     unknown = [n for n in names if n not in PAPER_ZINC_ROWS]
     if unknown:
@@ -287,33 +296,44 @@ def run(device: torch.device, rows: Optional[Sequence[str]] = None,
     dataset, source = make_dataset(row_cfg(PAPER_ZINC_ROWS[names[0]], opts),
                                    graphs, seed)
     log(f'  [paper-zinc] {len(dataset)} graphs, encodings: {source}')
+    ab = [str(o) for o in ab]
+    # (row key, label, overrides): the label tells the A/B variant apart.
+    cases = [(name, name, list(opts)) for name in names]
+    if ab:
+        cases = [case for name in names for case in (
+            (name, name, list(opts)),
+            (name, f'{name} [{" ".join(ab)}]', list(opts) + ab))]
     runners: Dict[str, Runner] = {}
     results: Dict[str, dict] = {}
-    for name in names:
+    for name, label, case_opts in cases:
         runner = Runner(PAPER_ZINC_ROWS[name], dataset, device, seed,
-                        use_compile, bf16, opts)
+                        use_compile, bf16, case_opts)
         start = time.perf_counter()
         runner.train_pass(limit=warmup_batches)  # warm-up (and compile)
         runner.eval_pass(limit=warmup_batches)
         warm = time.perf_counter() - start
-        runners[name] = runner
-        results[name] = {'train': [], 'eval': [], 'warmup_s': warm,
-                         'load': []}
+        runners[label] = runner
+        results[label] = {'train': [], 'eval': [], 'warmup_s': warm,
+                          'load': []}
+    labels = [label for _, label, _ in cases]
     for rep in range(repeats):
-        for name in names:
-            runner, res = runners[name], results[name]
+        # A/B pairs alternate their order from one pass to the next.
+        order = labels if not ab or rep % 2 == 0 else [
+            label for pair in zip(labels[1::2], labels[::2]) for label in pair]
+        for label in order:
+            runner, res = runners[label], results[label]
             res['load'].append(common.load_average())
             res['train'].append(runner.train_pass())
             res['eval'].append(runner.eval_pass())
-            log(f'  [paper-zinc] pass {rep + 1}/{repeats} {name:15s} train '
+            log(f'  [paper-zinc] pass {rep + 1}/{repeats} {label:15s} train '
                 f'{res["train"][-1]:7.1f}  eval {res["eval"][-1]:7.1f} graphs/s')
     out_rows = []
-    for name in names:
-        runner, res, row = runners[name], results[name], PAPER_ZINC_ROWS[name]
+    for name, label, _ in cases:
+        runner, res, row = runners[label], results[label], PAPER_ZINC_ROWS[name]
         mem = runner.step_memory()
         train = common.median(res['train'])
         out_rows.append({
-            'key': name, 'model': row.name,
+            'key': label, 'model': row.name + label[len(name):],
             'layer_type': runner.cfg.gt.layer_type,
             'params': runner.params, 'anchor_params': row.anchor_params,
             'train_graphs_per_s': train,
@@ -324,14 +344,45 @@ def run(device: torch.device, rows: Optional[Sequence[str]] = None,
             'peak_step_mib': mem, 'warmup_s': res['warmup_s'],
             'load_average_1min': res['load'],
         })
-    batch_size = runners[names[0]].cfg.train.batch_size
+    batch_size = runners[labels[0]].cfg.train.batch_size
     del runners
     gc.collect()
-    return {'rows': out_rows, 'markdown': markdown(out_rows),
+    pairs = ab_pairs(out_rows) if ab else []
+    text = markdown(out_rows) + ('\n\n' + ab_markdown(pairs) if pairs else '')
+    return {'rows': out_rows, 'markdown': text, 'ab': pairs,
             'settings': {'graphs': len(dataset), 'repeats': repeats,
                          'batch_size': batch_size, 'encodings': source,
                          'compile': use_compile, 'bf16': bf16,
-                         'opts': [str(o) for o in opts]}}
+                         'opts': [str(o) for o in opts], 'ab': ab}}
+
+
+def ab_pairs(rows: List[dict]) -> List[dict]:
+    """Per row of an A/B run (``rows`` alternate default, variant): both
+    train medians, variant / default, and the paired passes each won."""
+    pairs = []
+    for a, b in zip(rows[::2], rows[1::2]):
+        runs = list(zip(a['train_runs'], b['train_runs']))
+        pairs.append({
+            'key': a['key'], 'variant': b['key'],
+            'default_train_graphs_per_s': a['train_graphs_per_s'],
+            'variant_train_graphs_per_s': b['train_graphs_per_s'],
+            'variant_over_default': b['train_graphs_per_s']
+            / a['train_graphs_per_s'],
+            'default_wins': sum(x > y for x, y in runs),
+            'variant_wins': sum(y > x for x, y in runs),
+            'passes': len(runs)})
+    return pairs
+
+
+def ab_markdown(pairs: List[dict]) -> str:
+    headers = ['row', 'default train graphs/s', 'variant', 'variant train graphs/s',
+               'variant / default', 'passes won (default : variant)']
+    table = [[p['key'], p['default_train_graphs_per_s'], p['variant'],
+              p['variant_train_graphs_per_s'],
+              f"{p['variant_over_default']:.3f}",
+              f"{p['default_wins']} : {p['variant_wins']} of {p['passes']}"]
+             for p in pairs]
+    return common.markdown_table(headers, table)
 
 
 def markdown(rows: List[dict]) -> str:

@@ -357,6 +357,8 @@ class _BlockAttention(torch.autograd.Function):
             d_attn = torch.bmm(grad_o, v.transpose(1, 2))
             if mask is not None:
                 d_attn.mul_(mask)
+            # P * (dP - rowsum(dP * P)) in one kernel (the op autograd's
+            # softmax backward calls; the row sums over short rows are slow).
             d_scores = torch._softmax_backward_data(d_attn, attn, -1,
                                                     attn.dtype)
             torch.baddbmm(gq, d_scores, k, beta=0, alpha=scale, out=gq)

@@ -122,6 +122,26 @@ def test_paper_zinc_smoke(tmp_path):
     assert payload['meta']['torch'] == torch.__version__
 
 
+def test_paper_zinc_ab_alternates_default_and_variant(tmp_path):
+    out = tmp_path / 'bench.json'
+    assert main(['--suite', 'paper-zinc', '--graphs', '32', '--rows',
+                 'gps-gine', '--repeats', '2', '--opts', 'gt.layers', '1',
+                 '--ab', 'gt.fused_attention', 'False', '--out', str(out)]
+                + QUIET) == 0
+    res = _load(out)['suites']['paper-zinc']
+    variant = 'gps-gine [gt.fused_attention False]'
+    assert [r['key'] for r in res['rows']] == ['gps-gine', variant]
+    assert all(len(r['train_runs']) == 2 for r in res['rows'])
+    (pair, ) = res['ab']
+    assert pair['key'] == 'gps-gine' and pair['variant'] == variant
+    assert pair['variant_over_default'] == pytest.approx(
+        res['rows'][1]['train_graphs_per_s']
+        / res['rows'][0]['train_graphs_per_s'])
+    assert pair['default_wins'] + pair['variant_wins'] <= pair['passes'] == 2
+    assert 'passes won' in res['markdown']
+    assert res['settings']['ab'] == ['gt.fused_attention', 'False']
+
+
 def test_paper_zinc_rows_build_at_the_authors_size():
     from graphgps_ext.bench.models import (PAPER_ZINC_ROWS, build_model,
                                            common_params, row_cfg)
