@@ -88,11 +88,15 @@ class AttentionBlocks:
             repeat a real node: their keys are masked and their query rows
             dropped, so their values never reach the output).
         total: rows of the buffer, :math:`\sum_b \mathrm{graphs}_b\, n_b`.
+        block_start: ``[N]`` first buffer row of every node's block.
+        block_rows: ``[N]`` rows of every node's block, ``graphs_b n_b``.
     """
     blocks: List[AttentionBlock]
     slot: Tensor
     gather: Tensor
     total: int
+    block_start: Tensor
+    block_rows: Tensor
 
     def to_blocks(self, rows: Tensor) -> List[Tensor]:
         """Node rows ``[N, *]`` -> per block ``[graphs_b * n_b, *]`` (views
@@ -173,7 +177,7 @@ def attention_blocks(ctx: GraphContext, max_blocks: Optional[int] = None,
         blocks, start = [], 0
         block_of = torch.empty(B, dtype=torch.long, device=device)
         slot = torch.empty(B, dtype=torch.long, device=device)
-        starts, widths = [], []
+        starts, widths, rows = [], [], []
         for b, (lo, hi) in enumerate(zip(bounds[:-1], bounds[1:])):
             n = sizes_list[lo]
             graphs = order[lo:hi]
@@ -185,14 +189,15 @@ def attention_blocks(ctx: GraphContext, max_blocks: Optional[int] = None,
                                          keep[:, None, :]))
             starts.append(start)
             widths.append(n)
+            rows.append((hi - lo) * n)
             start += (hi - lo) * n
         node_block = block_of[batch]
-        table = torch.tensor([starts, widths], dtype=torch.long,
+        table = torch.tensor([starts, widths, rows], dtype=torch.long,
                              device=device)[:, node_block]
         slot = table[0] + slot[batch] * table[1] + pos
         gather = torch.zeros(start, dtype=torch.long, device=device)
         gather[slot] = torch.arange(batch.numel(), device=device)
-        return AttentionBlocks(blocks, slot, gather, start)
+        return AttentionBlocks(blocks, slot, gather, start, table[0], table[2])
     return ctx.cached(f'attention/blocks/{max_blocks}/{overhead}', compute)
 
 
@@ -227,7 +232,7 @@ class HeadLayout:
 
     Attributes:
         take: ``[sum_b 3 G g_b n_b]`` input row copied into every buffer row
-            (padding rows repeat a real node, as in :class:`AttentionBlocks`).
+            (row 0 at padding).
         back: ``[N * 3 * G]`` buffer row of every input row (its real copy).
         out: ``[N * G]`` output-buffer row of every (node, head).
         out_back: ``[sum_b G g_b n_b]`` (node, head) row of every output-buffer
@@ -243,31 +248,32 @@ class HeadLayout:
 
 def head_layout(ctx: GraphContext, heads: int) -> HeadLayout:
     """The :class:`HeadLayout` of the batch's :func:`attention_blocks` for
-    ``heads`` heads (cached per batch)."""
+    ``heads`` heads (cached per batch). Row ``j`` (q/k/v and head) of a node
+    at row ``r`` of a block that starts at row ``s`` and has ``w`` rows
+    sits at ``3 G s + j w + (r - s)`` of the input buffer, and ``h w + (r -
+    s)`` past ``G s`` in the output buffer: a few vectorised operations,
+    no loop over the blocks."""
     def compute():
         plan = attention_blocks(ctx)
         N, G = ctx.num_nodes, heads
-        device = plan.gather.device
-        take, out_back, real, sizes = [], [], [], []
-        for block in plan.blocks:
-            gn = block.graphs * block.n
-            rows = plan.gather[block.start:block.start + gn]  # [g n] nodes
-            is_real = plan.slot.index_select(0, rows) == torch.arange(
-                block.start, block.start + gn, device=device)
-            th = torch.arange(3 * G, device=device)[:, None]
-            take.append((rows * (3 * G) + th).view(-1))
-            h = torch.arange(G, device=device)[:, None]
-            out_back.append(torch.where(is_real, rows * G + h, N * G).view(-1))
-            real.append(is_real.repeat(3 * G))
-            sizes.append((3 * G * gn, G * gn))
-        take, out_back, real = torch.cat(take), torch.cat(out_back), torch.cat(real)
-        # Inverses at the real rows: every (node, q/k/v, head) and every
-        # (node, head) has exactly one real row in the buffers.
-        back = torch.empty(N * 3 * G, dtype=torch.long, device=device)
-        back[take[real]] = torch.nonzero(real).view(-1)
-        real_out = out_back < N * G
-        out = torch.empty(N * G, dtype=torch.long, device=device)
-        out[out_back[real_out]] = torch.nonzero(real_out).view(-1)
+        device = plan.slot.device
+        start, width = plan.block_start, plan.block_rows
+        local = plan.slot - start  # row of every node inside its block
+
+        def rows(k):  # [N * k]: buffer row of (node, j) for j < k
+            j = torch.arange(k, device=device)
+            return ((start * k + local)[:, None] + j * width[:, None]).view(-1)
+
+        back, out = rows(3 * G), rows(G)
+        # Padding rows read input row 0 (a real row: finite; masked as a key,
+        # discarded as a query) and write to the zero row N G of the gradient.
+        take = torch.zeros(3 * G * plan.total, dtype=torch.long, device=device)
+        take[back] = torch.arange(N * 3 * G, device=device)
+        out_back = torch.full((G * plan.total, ), N * G, dtype=torch.long,
+                              device=device)
+        out_back[out] = torch.arange(N * G, device=device)
+        sizes = [(3 * G * b.graphs * b.n, G * b.graphs * b.n)
+                 for b in plan.blocks]
         return HeadLayout(take, back, out, out_back, sizes)
     return ctx.cached(f'attention/heads/{heads}', compute)
 
