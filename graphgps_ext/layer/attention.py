@@ -25,7 +25,7 @@ blocks that CSA uses as well.
 """
 import math
 from dataclasses import dataclass
-from typing import List, Optional
+from typing import List, Optional, Tuple
 
 import torch
 import torch.nn.functional as F
@@ -237,13 +237,15 @@ class HeadLayout:
         out: ``[N * G]`` output-buffer row of every (node, head).
         out_back: ``[sum_b G g_b n_b]`` (node, head) row of every output-buffer
             row, ``N * G`` (a zero row appended to the gradient) at padding.
-        sizes: ``(3 G g_b n_b, G g_b n_b)`` per block.
+        in_sizes: ``3 G g_b n_b`` per block (its rows of the input buffer).
+        out_sizes: ``G g_b n_b`` per block (its rows of the output buffer).
     """
     take: Tensor
     back: Tensor
     out: Tensor
     out_back: Tensor
-    sizes: List[tuple]
+    in_sizes: List[int]
+    out_sizes: List[int]
 
 
 def head_layout(ctx: GraphContext, heads: int) -> HeadLayout:
@@ -272,24 +274,27 @@ def head_layout(ctx: GraphContext, heads: int) -> HeadLayout:
         out_back = torch.full((G * plan.total, ), N * G, dtype=torch.long,
                               device=device)
         out_back[out] = torch.arange(N * G, device=device)
-        sizes = [(3 * G * b.graphs * b.n, G * b.graphs * b.n)
-                 for b in plan.blocks]
-        return HeadLayout(take, back, out, out_back, sizes)
+        out_sizes = [G * b.graphs * b.n for b in plan.blocks]
+        return HeadLayout(take, back, out, out_back,
+                          [3 * size for size in out_sizes], out_sizes)
     return ctx.cached(f'attention/heads/{heads}', compute)
 
 
-def _attend_blocks(buf: Tensor, ctx: GraphContext, heads: int, scale: float,
-                   p: float, drop: bool, saved: Optional[list] = None
-                   ) -> List[Tensor]:
-    """Per block of :func:`attention_blocks`: the attention outputs
-    ``[G g_b n_b, d_h]`` from the buffer rows ``buf [sum_b 3 G g_b n_b,
-    d_h]`` of :func:`head_layout` (dropped-out weights not rescaled). With
-    ``saved`` (a list), the softmax weights and dropout masks of every block
-    are appended for :class:`_BlockAttention`'s backward."""
+def _attend(rows: Tensor, ctx: GraphContext, heads: int, scale: float,
+            p: float, drop: bool, saved: Optional[list] = None
+            ) -> Tuple[Tensor, Tensor]:
+    """The attention outputs ``[N G, d_h]`` (node-major) of the input rows
+    ``rows [N 3 G, d_h]`` (:class:`HeadLayout`), and the block buffer they
+    were gathered into. Per block of :func:`attention_blocks`: explicit
+    scores, softmax and dropout mask, or the fused SDPA kernel (large
+    blocks without dropout). With ``saved`` (a list), the softmax weights
+    and dropout masks of every block are appended for
+    :class:`_BlockAttention`'s backward (and every block is explicit)."""
     plan, layout = attention_blocks(ctx), head_layout(ctx, heads)
-    G, dh = heads, buf.size(-1)
+    G, dh = heads, rows.size(-1)
+    buf = rows.index_select(0, layout.take)
     outs = []
-    for block, part in zip(plan.blocks, buf.split([s[0] for s in layout.sizes])):
+    for block, part in zip(plan.blocks, buf.split(layout.in_sizes)):
         q, k, v = part.view(3, G * block.graphs, block.n, dh).unbind(0)
         if drop or block.n <= EXPLICIT_MAX_NODES or saved is not None:
             scores = torch.baddbmm(_block_mask(ctx, block, G, buf.dtype), q,
@@ -305,7 +310,9 @@ def _attend_blocks(buf: Tensor, ctx: GraphContext, heads: int, scale: float,
                 q, k, v, attn_mask=_block_mask(ctx, block, G, torch.bool),
                 scale=scale)
         outs.append(out.view(-1, dh))
-    return outs
+    out = torch.cat(outs).index_select(0, layout.out)
+    # Inverted dropout: the kept weights' scale, applied to the smaller output.
+    return (out.mul_(keep_scale(p)) if drop else out), buf
 
 
 class _BlockAttention(torch.autograd.Function):
@@ -325,15 +332,12 @@ class _BlockAttention(torch.autograd.Function):
 
     @staticmethod
     def forward(fctx, rows, graph, heads, scale, p, drop):
-        layout = head_layout(graph, heads)
-        buf = rows.index_select(0, layout.take)
         saved = []
-        outs = _attend_blocks(buf, graph, heads, scale, p, drop, saved)
-        out = torch.cat(outs).index_select(0, layout.out)
+        out, buf = _attend(rows, graph, heads, scale, p, drop, saved)
         fctx.graph, fctx.heads, fctx.scale, fctx.drop = graph, heads, scale, drop
         fctx.keep = keep_scale(p) if drop else 1.0
         fctx.save_for_backward(buf, *[t for t in saved if t is not None])
-        return out.mul_(fctx.keep) if drop else out
+        return out
 
     @staticmethod
     @torch.autograd.function.once_differentiable
@@ -348,9 +352,9 @@ class _BlockAttention(torch.autograd.Function):
         grad = grad.index_select(0, layout.out_back)
         grad_buf = torch.empty_like(buf)
         step = 2 if fctx.drop else 1
-        parts = zip(plan.blocks, buf.split([s[0] for s in layout.sizes]),
-                    grad_buf.split([s[0] for s in layout.sizes]),
-                    grad.split([s[1] for s in layout.sizes]))
+        parts = zip(plan.blocks, buf.split(layout.in_sizes),
+                    grad_buf.split(layout.in_sizes),
+                    grad.split(layout.out_sizes))
         for i, (block, part, grad_part, grad_o) in enumerate(parts):
             shape = (G * block.graphs, block.n, dh)
             q, k, v = part.view((3, ) + shape).unbind(0)
@@ -416,10 +420,5 @@ def node_attention(qkv: Tensor, ctx: GraphContext, p: float = 0.0,
             and rows.dtype in (torch.float32, torch.float64):
         out = _BlockAttention.apply(rows, ctx, G, scale, p, drop)
     else:
-        layout = head_layout(ctx, G)
-        outs = _attend_blocks(rows.index_select(0, layout.take), ctx, G,
-                              scale, p, drop)
-        out = torch.cat(outs).index_select(0, layout.out)
-        if drop:
-            out = out * keep_scale(p)
+        out, _ = _attend(rows, ctx, G, scale, p, drop)
     return out.view((N, ) + heads + (dh, )).movedim(0, -2)

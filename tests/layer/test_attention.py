@@ -139,11 +139,11 @@ def test_head_layout_round_trip(monkeypatch):
     N = sum(sizes)
     rows = torch.randn(N * 3 * G, dh)
     buf = rows.index_select(0, layout.take)
-    assert buf.size(0) == sum(s[0] for s in layout.sizes)
+    assert buf.size(0) == sum(layout.in_sizes)
     assert torch.equal(buf.index_select(0, layout.back), rows)
     # out_back is the inverse of out at the real rows, N G at padding.
     assert torch.equal(layout.out_back[layout.out], torch.arange(N * G))
-    padding = sum(s[1] for s in layout.sizes) - N * G
+    padding = sum(layout.out_sizes) - N * G
     assert int((layout.out_back == N * G).sum()) == padding
     assert attention.head_layout(ctx, G) is layout  # cached per batch
 
