@@ -17,7 +17,7 @@ precomputed once by the package's encoding precompute
 what a training epoch does: iterate a shuffled PyG ``DataLoader`` over the
 graphs (collation included), move the batch to the device, forward, L1
 loss, backward, clip, AdamW step, read the loss value. An *eval pass*
-iterates the same graphs in order under ``torch.no_grad`` in eval mode.
+iterates the same graphs in order under ``torch.inference_mode`` in eval mode.
 
 Reported per row: parameters (and the authors' count), train and eval
 graphs/s (medians over ``--repeats`` passes, rows interleaved so that load
@@ -239,7 +239,7 @@ class Runner:
         seconds = common.timed(run, self.device)
         return count / seconds
 
-    @torch.no_grad()
+    @torch.inference_mode()
     def eval_pass(self, limit: Optional[int] = None) -> float:
         self.model.eval()
         count = 0

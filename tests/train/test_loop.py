@@ -215,6 +215,22 @@ def test_gradient_clipping_bounds_the_update(tiny_run, tiny_cfg, monkeypatch):
     assert norms and max(norms) <= 0.05 + 1e-6
 
 
+def test_evaluation_runs_under_inference_mode_and_training_resumes(tiny_run, tiny_cfg):
+    seen = set()  # (module.training, inference mode, grad enabled)
+
+    def hook(module, args, out):
+        seen.add((module.training, torch.is_inference_mode_enabled(),
+                  torch.is_grad_enabled()))
+
+    handle = torch.nn.modules.module.register_module_forward_hook(hook)
+    try:
+        tiny_cfg.optim.max_epoch = 2  # train, evaluate, train again
+        tiny_run.run_seed(tiny_cfg)
+    finally:
+        handle.remove()
+    assert seen == {(True, False, True), (False, True, False)}
+
+
 def test_concat_pads_ragged_sequences():
     out = concat([torch.tensor([[1, 2]]), torch.tensor([[3, 4, 5], [6, -1, -1]])])
     assert out.tolist() == [[1, 2, -1], [3, 4, 5], [6, -1, -1]]
