@@ -151,7 +151,7 @@ def main(argv: Optional[List[str]] = None) -> int:
           + (f'; selection metric {metric} at each seed\'s best validation epoch'
              if metric else ''))
     if result['unfinished']:
-        print(f"unfinished (no 'done' marker"
+        print("unfinished (no 'done' marker"
               + (', included' if args.include_unfinished else ', skipped')
               + f"): {result['unfinished']}")
     if result['missing']:

@@ -250,7 +250,7 @@ def run(device: torch.device, families: Sequence[str] = tuple(FAMILIES),
             log(f'  [layers] {fam_name:10s} {name:28s} '
                 f'{common.fmt(m.graphs_per_s):>10s} graphs/s '
                 f'{common.fmt(m.peak_mib):>9s} MiB  {m.status}')
-            del layers, net
+            layers = net = None  # free this layer type's memory
     return {'rows': rows, 'markdown': markdown(rows, families, names),
             'settings': {'depth': depth, 'dim': dim, 'warmup': warmup,
                          'steps': steps, 'budget_s': budget_s, 'amp': amp,

@@ -103,7 +103,7 @@ def run(device: torch.device, sizes: Sequence[int] = SIZES,
         fits.append({'layer': name, 'slope': slope, 'verdict': verdict(slope),
                      'expected': ('O(N+E)' if lt.complexity == 'linear'
                                   else 'O(Σ n²) dense attention')})
-        del layers
+        layers = None  # free this layer type's memory
     return {'rows': rows, 'fits': fits, 'sizes': list(sizes),
             'markdown': markdown(rows, fits, sizes),
             'settings': {'batch_nodes': batch_nodes, 'batches': batches,

@@ -6,7 +6,7 @@ from torch_geometric.data import Batch
 from yacs.config import CfgNode as CN
 
 from branch_checks import (batch_dependence, check_gradients,
-                           check_permutation_equivariance, context, graphs, run)
+                           check_permutation_equivariance, context, graphs)
 from graphgps_ext.config.gea import gea_cfg
 from graphgps_ext.config.gt import gt_cfg
 from graphgps_ext.config.mpnn import mpnn_cfg

@@ -3,7 +3,6 @@ and the drawing helpers (RDKit molecules, networkx fallback)."""
 import os
 import sys
 
-import pytest
 import torch
 from torch_geometric.data import Data
 

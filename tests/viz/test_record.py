@@ -58,7 +58,7 @@ def per_graph_sum(s, batch):
 def check_dense_rows(maps, batch, exclude_self=False):
     """Real query rows sum to 1 over the keys of their graph, the rest is 0."""
     counts = torch.bincount(batch.batch)
-    B, n = len(counts), int(counts.max())
+    n = int(counts.max())
     mask = torch.arange(n)[None, :] < counts[:, None]  # [B, n]
     rows = maps.sum(-1)  # [B, H, n]
     expect = mask[:, None, :].expand_as(rows).to(rows.dtype)
