@@ -3,15 +3,8 @@ import math
 import pytest
 import torch
 
+from adjacency import cycle_adj
 from graphgps_ext.transform.lappe import laplacian, laplacian_eigen
-
-
-def cycle_adj(n):
-    A = torch.zeros(1, n, n, dtype=torch.float64)
-    i = torch.arange(n)
-    A[0, i, (i + 1) % n] = 1
-    A[0, (i + 1) % n, i] = 1
-    return A
 
 
 def random_adj(G, n, seed=0):
