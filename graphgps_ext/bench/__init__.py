@@ -15,8 +15,9 @@ Suites (``--suite``):
 - ``all``: every suite above.
 
 Every run prints Markdown tables and writes one JSON file (``--out``) with
-the environment (versions, threads, load average), the arguments and each
-suite's rows. Timings on shared machines vary by up to ±25 %: compare rows
+the environment (versions, threads, load average, and the host's memory-copy
+bandwidth and matrix-product speed at the start and end,
+:func:`.common.host_probe`), the arguments and each suite's rows. Timings on shared machines vary by up to ±25 %: compare rows
 of one run (the suites interleave repeated passes) rather than runs.
 """
 import argparse
@@ -119,6 +120,8 @@ def run_suites(args, log=print) -> Dict[str, object]:
     suites = list(SUITES) if args.suite == 'all' else [args.suite]
     payload = {'meta': common.environment(device, args.threads),
                'args': vars(args), 'suites': {}}
+    payload['meta']['host_start'] = common.host_probe(device)
+    log(f"host: {common.describe_host(payload['meta']['host_start'])}")
     for suite in suites:
         log(f'== suite {suite} ==')
         if suite == 'paper-zinc':
@@ -154,6 +157,7 @@ def run_suites(args, log=print) -> Dict[str, object]:
             res['markdown'] = encodings.tables(res)
         payload['suites'][suite] = res
     payload['meta']['load_average_1min_end'] = common.load_average()
+    payload['meta']['host_end'] = common.host_probe(device)
     return payload
 
 
@@ -166,7 +170,9 @@ def main(argv: Optional[List[str]] = None) -> int:
     print(f"\n# graphgps_ext benchmarks — {meta['device']}, "
           f"{meta['threads']} threads, torch {meta['torch']}, "
           f"load average {meta['load_average_1min']} -> "
-          f"{meta['load_average_1min_end']}\n")
+          f"{meta['load_average_1min_end']}; host "
+          f"{common.describe_host(meta['host_start'])} -> "
+          f"{common.describe_host(meta['host_end'])}\n")
     for suite, res in payload['suites'].items():
         print(f'## {suite}\n')
         print(res['markdown'])

@@ -10,6 +10,10 @@
   gradient memory of the step on top of parameters and inputs;
 - :func:`environment` records versions, threads and the load average (the
   machines are shared: a load above the thread count means noisy timings);
+- :func:`host_probe` measures the machine's memory-copy bandwidth and
+  matrix-product speed at the moment (on shared machines a neighbour can
+  take most of the memory bandwidth while the compute speed is unchanged,
+  which slows the memory-bound training steps two- or threefold);
 - :func:`markdown_table` renders rows for the terminal and the README.
 """
 import contextlib
@@ -124,6 +128,36 @@ def environment(device: torch.device, threads: int) -> Dict[str, object]:
     if device.type == 'cuda':
         info['gpu'] = torch.cuda.get_device_name(device)
     return info
+
+
+def host_probe(device: torch.device, repeats: int = 5) -> Dict[str, float]:
+    r"""The machine's speed right now, with the current thread count:
+    ``copy_gb_s``, the bandwidth of a 64 MiB float32 copy (bytes read plus
+    written, best of ``repeats``), and ``matmul_gflop_s``, the speed of
+    ``[1600, 64] x [64, 64]`` products (the size of an edge-level linear
+    map in a ZINC batch; best of ``repeats`` rounds of 20). About 0.1 s on
+    a CPU. Recorded at the start and end of every benchmark run, so that
+    runs on a shared machine can be told apart by what the host gave them."""
+    src = torch.ones(16 * 2 ** 20, device=device)
+    dst = torch.empty_like(src)
+    dst.copy_(src)  # first touch of the pages
+    copy_s = min(timed(lambda: dst.copy_(src), device) for _ in range(repeats))
+    x = torch.randn(1600, 64, device=device)
+    w = torch.randn(64, 64, device=device)
+    x @ w
+
+    def products():
+        for _ in range(20):
+            torch.mm(x, w)
+    mm_s = min(timed(products, device) for _ in range(repeats)) / 20
+    return {'copy_gb_s': round(2 * src.numel() * 4 / copy_s / 1e9, 2),
+            'matmul_gflop_s': round(2 * 1600 * 64 * 64 / mm_s / 1e9, 1)}
+
+
+def describe_host(probe: Dict[str, float]) -> str:
+    """``host_probe``'s figures as one line."""
+    return (f"memory copy {probe['copy_gb_s']:.1f} GB/s, "
+            f"matmul {probe['matmul_gflop_s']:.0f} GFLOP/s")
 
 
 def fmt(value, digits: int = 1) -> str:

@@ -120,6 +120,20 @@ def test_paper_zinc_smoke(tmp_path):
             r['train_graphs_per_s'] / r['anchor_train_graphs_per_s'])
     assert 'GPS GINE+Transformer' in payload['suites']['paper-zinc']['markdown']
     assert payload['meta']['torch'] == torch.__version__
+    for probe in (payload['meta']['host_start'], payload['meta']['host_end']):
+        assert probe['copy_gb_s'] > 0 and probe['matmul_gflop_s'] > 0
+
+
+def test_host_probe_converts_its_timings(monkeypatch):
+    # 64 MiB read + 64 MiB written in 12.5 ms is 10.7 GB/s; 20 products of
+    # 13.1 MFLOP in 2 ms is 131 GFLOP/s (the probe takes the best of 5).
+    from graphgps_ext.bench import common
+    times = iter([0.02, 0.0125, 0.03, 0.0125, 0.0125] + [0.002] * 5)
+    monkeypatch.setattr(common, 'timed', lambda fn, device: next(times))
+    probe = common.host_probe(torch.device('cpu'))
+    assert probe == {'copy_gb_s': pytest.approx(10.74, abs=0.01),
+                     'matmul_gflop_s': pytest.approx(131.1, abs=0.1)}
+    assert common.describe_host(probe) == 'memory copy 10.7 GB/s, matmul 131 GFLOP/s'
 
 
 def test_paper_zinc_ab_alternates_default_and_variant(tmp_path):
