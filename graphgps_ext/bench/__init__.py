@@ -15,10 +15,12 @@ Suites (``--suite``):
 - ``all``: every suite above.
 
 Every run prints Markdown tables and writes one JSON file (``--out``) with
-the environment (versions, threads, load average, and the host's memory-copy
-bandwidth and matrix-product speed at the start and end,
-:func:`.common.host_probe`), the arguments and each suite's rows. Timings on shared machines vary by up to ±25 %: compare rows
-of one run (the suites interleave repeated passes) rather than runs.
+the environment (versions, threads, load average, and the host's
+memory-copy bandwidth and matrix-product speed at the start and end,
+:func:`.common.host_probe`), the arguments and each suite's rows. Timings
+on shared machines vary by up to ±25 % (more when a neighbour takes the
+memory bandwidth): compare rows of one run (the suites interleave repeated
+passes) rather than runs.
 """
 import argparse
 import os
