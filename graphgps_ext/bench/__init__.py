@@ -160,6 +160,10 @@ def run_suites(args, log=print) -> Dict[str, object]:
         payload['suites'][suite] = res
     payload['meta']['load_average_1min_end'] = common.load_average()
     payload['meta']['host_end'] = common.host_probe(device)
+    probes = [payload['meta']['host_start'], payload['meta']['host_end']] + [
+        probe for res in payload['suites'].values()
+        for row in res.get('rows', []) for probe in row.get('host', [])]
+    payload['meta']['host_warning'] = common.host_warning(probes)
     return payload
 
 
@@ -175,6 +179,8 @@ def main(argv: Optional[List[str]] = None) -> int:
           f"{meta['load_average_1min_end']}; host "
           f"{common.describe_host(meta['host_start'])} -> "
           f"{common.describe_host(meta['host_end'])}\n")
+    if meta['host_warning']:
+        print(f"WARNING: {meta['host_warning']}\n")
     for suite, res in payload['suites'].items():
         print(f'## {suite}\n')
         print(res['markdown'])

@@ -13,7 +13,8 @@
 - :func:`host_probe` measures the machine's memory-copy bandwidth and
   matrix-product speed at the moment (on shared machines a neighbour can
   take most of the memory bandwidth while the compute speed is unchanged,
-  which slows the memory-bound training steps two- or threefold);
+  which slows the memory-bound training steps two- or threefold), and
+  :func:`host_warning` says when the probes of one run disagree;
 - :func:`markdown_table` renders rows for the terminal and the README.
 """
 import contextlib
@@ -158,6 +159,26 @@ def describe_host(probe: Dict[str, float]) -> str:
     """``host_probe``'s figures as one line."""
     return (f"memory copy {probe['copy_gb_s']:.1f} GB/s, "
             f"matmul {probe['matmul_gflop_s']:.0f} GFLOP/s")
+
+
+def host_warning(probes: Sequence[Dict[str, float]],
+                 tolerance: float = 0.25) -> Optional[str]:
+    """A warning when the :func:`host_probe` figures of one run (its start,
+    end and, in ``paper-zinc``, every pass) spread by more than
+    ``tolerance`` (fastest over slowest above ``1 + tolerance``), else
+    ``None``: the timings of such a run are not comparable with one another
+    or with figures measured elsewhere (such as the issue's anchors)."""
+    spreads = []
+    for key, unit in (('copy_gb_s', 'GB/s memory copy'),
+                      ('matmul_gflop_s', 'GFLOP/s matmul')):
+        values = [p[key] for p in probes if p.get(key)]
+        if values and max(values) > (1 + tolerance) * min(values):
+            spreads.append(f'{min(values):g}-{max(values):g} {unit}')
+    if not spreads:
+        return None
+    return ('the host changed speed during this run (' + ', '.join(spreads)
+            + '): compare settings back to back in one run (--ab), not '
+            'across runs or with figures measured on another host')
 
 
 def fmt(value, digits: int = 1) -> str:

@@ -314,7 +314,7 @@ def run(device: torch.device, rows: Optional[Sequence[str]] = None,
         warm = time.perf_counter() - start
         runners[label] = runner
         results[label] = {'train': [], 'eval': [], 'warmup_s': warm,
-                          'load': []}
+                          'load': [], 'host': []}
     labels = [label for _, label, _ in cases]
     for rep in range(repeats):
         # A/B pairs alternate their order from one pass to the next.
@@ -323,10 +323,12 @@ def run(device: torch.device, rows: Optional[Sequence[str]] = None,
         for label in order:
             runner, res = runners[label], results[label]
             res['load'].append(common.load_average())
+            res['host'].append(common.host_probe(device))
             res['train'].append(runner.train_pass())
             res['eval'].append(runner.eval_pass())
             log(f'  [paper-zinc] pass {rep + 1}/{repeats} {label:15s} train '
-                f'{res["train"][-1]:7.1f}  eval {res["eval"][-1]:7.1f} graphs/s')
+                f'{res["train"][-1]:7.1f}  eval {res["eval"][-1]:7.1f} graphs/s'
+                f'  (memory copy {res["host"][-1]["copy_gb_s"]:.1f} GB/s)')
     out_rows = []
     for name, label, _ in cases:
         runner, res, row = runners[label], results[label], PAPER_ZINC_ROWS[name]
@@ -342,7 +344,7 @@ def run(device: torch.device, rows: Optional[Sequence[str]] = None,
             'anchor_train_graphs_per_s': row.anchor,
             'ratio_to_anchor': (train / row.anchor) if row.anchor else None,
             'peak_step_mib': mem, 'warmup_s': res['warmup_s'],
-            'load_average_1min': res['load'],
+            'load_average_1min': res['load'], 'host': res['host'],
         })
     batch_size = runners[labels[0]].cfg.train.batch_size
     del runners

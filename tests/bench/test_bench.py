@@ -122,6 +122,9 @@ def test_paper_zinc_smoke(tmp_path):
     assert payload['meta']['torch'] == torch.__version__
     for probe in (payload['meta']['host_start'], payload['meta']['host_end']):
         assert probe['copy_gb_s'] > 0 and probe['matmul_gflop_s'] > 0
+    for r in rows:  # a probe before every pass
+        assert len(r['host']) == 1 and r['host'][0]['copy_gb_s'] > 0
+    assert 'host_warning' in payload['meta']
 
 
 def test_host_probe_converts_its_timings(monkeypatch):
@@ -134,6 +137,18 @@ def test_host_probe_converts_its_timings(monkeypatch):
     assert probe == {'copy_gb_s': pytest.approx(10.74, abs=0.01),
                      'matmul_gflop_s': pytest.approx(131.1, abs=0.1)}
     assert common.describe_host(probe) == 'memory copy 10.7 GB/s, matmul 131 GFLOP/s'
+
+
+def test_host_warning_flags_a_host_that_changed_speed():
+    from graphgps_ext.bench import common
+    steady = [{'copy_gb_s': 9.7, 'matmul_gflop_s': 110.0},
+              {'copy_gb_s': 8.5, 'matmul_gflop_s': 95.0}]
+    assert common.host_warning(steady) is None
+    starved = steady + [{'copy_gb_s': 2.8, 'matmul_gflop_s': 100.0}]
+    warning = common.host_warning(starved)
+    assert '2.8-9.7 GB/s memory copy' in warning and 'matmul' not in warning
+    assert '--ab' in warning
+    assert common.host_warning(steady, tolerance=0.1) is not None
 
 
 def test_paper_zinc_ab_alternates_default_and_variant(tmp_path):
