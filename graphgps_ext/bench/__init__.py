@@ -17,10 +17,12 @@ Suites (``--suite``):
 Every run prints Markdown tables and writes one JSON file (``--out``) with
 the environment (versions, threads, load average, and the host's
 memory-copy bandwidth and matrix-product speed at the start and end,
-:func:`.common.host_probe`), the arguments and each suite's rows. Timings
-on shared machines vary by up to ±25 % (more when a neighbour takes the
-memory bandwidth): compare rows of one run (the suites interleave repeated
-passes) rather than runs.
+:func:`.common.host_probe`; ``paper-zinc`` probes before every pass too),
+the arguments and each suite's rows. Timings on shared machines vary by up
+to ±25 % (more when a neighbour takes the memory bandwidth): compare rows
+of one run (the suites interleave repeated passes) rather than runs. When
+the probes of a run disagree by more than 25 %, it prints a warning
+(:func:`.common.host_warning`, ``meta.host_warning`` in the JSON).
 """
 import argparse
 import os
