@@ -12,6 +12,12 @@ from typing import Dict, Iterable, List, Optional, Sequence
 from yacs.config import CfgNode
 
 _CHOICES: Dict[str, List] = {}
+# Keys that never change a run's results (paths, logging, threads, speed
+# switches): outside the run fingerprint (:mod:`graphgps_ext.identity`).
+_VOLATILE: List[str] = []
+# Keys that a resumed run may change (optimiser hyper-parameters): they take
+# effect from the next epoch instead of being refused.
+_RESUMABLE: List[str] = []
 
 
 class ConfigError(ValueError):
@@ -23,8 +29,35 @@ def choices(key: str, values: Iterable):
     _CHOICES[key] = list(values)
 
 
-def registered_choices() -> Dict[str, List]:
-    return dict(_CHOICES)
+def volatile(*keys: str):
+    """Declare dotted keys (or ``group.*``) that never change results:
+    paths, logging, thread and worker counts, speed switches whose results
+    equal the plain path's. They are left out of the run fingerprint."""
+    _VOLATILE.extend(keys)
+
+
+def resumable(*keys: str):
+    """Declare dotted keys that a resumed run may change (they take effect
+    from the next epoch); changing any other fingerprinted key on resume is
+    refused."""
+    _RESUMABLE.extend(keys)
+
+
+def key_matches(key: str, patterns: Iterable[str]) -> bool:
+    """Whether dotted ``key`` is one of ``patterns`` (``group.*`` matches
+    every key below ``group``)."""
+    for pat in patterns:
+        if key == pat or (pat.endswith('.*') and key.startswith(pat[:-1])):
+            return True
+    return False
+
+
+def volatile_keys() -> List[str]:
+    return list(_VOLATILE)
+
+
+def resumable_keys() -> List[str]:
+    return list(_RESUMABLE)
 
 
 def _all_keys(node: CfgNode, prefix: str = '') -> List[str]:

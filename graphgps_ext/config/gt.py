@@ -5,7 +5,7 @@ name registered in :data:`graphgps_ext.layer.BRANCHES` or ``None``.  Branch-
 specific options live in their own groups (``gea``, ``csa``, ``mna``,
 ``gtlayer``, ``mpnn``).
 """
-from graphgps_ext.config import choices
+from graphgps_ext.config import choices, volatile
 
 
 def gt_cfg(cfg):
@@ -39,3 +39,5 @@ def gt_cfg(cfg):
 
 choices('gt.norm', ['batch', 'layer', 'none'])
 choices('gt.act', ['relu', 'gelu', 'elu', 'leaky_relu', 'silu', 'tanh'])
+# The hand-written attention backward equals autograd's: a speed switch.
+volatile('gt.fused_attention')

@@ -19,7 +19,7 @@ even if its ``enable`` flag is off.
 """
 from typing import Dict, List, Optional, Tuple
 
-from graphgps_ext.config import choices
+from graphgps_ext.config import choices, volatile
 
 PE_NAMES = ('LapPE', 'EquivStableLapPE', 'RWSE')
 
@@ -107,7 +107,8 @@ def posenc_cfg(cfg):
     cfg.posenc.cache = True
     # Worker processes for the precompute (0: in-process).
     cfg.posenc.num_workers = 0
-    # BLAS / torch threads during the precompute (SPEC §6 thread contention).
+    # BLAS / torch threads during the precompute (numpy/OpenBLAS and torch
+    # pools fight over the cores when both are multi-threaded).
     cfg.posenc.blas_threads = 1
     # tqdm progress bar (only shown on a TTY).
     cfg.posenc.progress = True
@@ -125,6 +126,8 @@ choices('posenc_RWSE.combine', ['concat', 'add'])
 choices('pairenc.rpe', ['rwse', 'spd', 'none'])
 choices('pairenc.combine', ['concat', 'add'])
 choices('pairenc.ring_mode', ['categorical', 'boolean', 'additive'])
+# How the encodings are computed and cached, not what they are.
+volatile('posenc.*')
 
 
 def node_encoder_parts(cfg, default_type: Optional[str] = None

@@ -42,7 +42,7 @@ benchmark): :func:`compile_model`, :func:`autocast`, :func:`clip_grad_norm_`.
 """
 import contextlib
 
-from graphgps_ext.config import choices
+from graphgps_ext.config import choices, volatile
 
 # The group's keys and defaults (dotted key -> default).
 DEFAULTS = {
@@ -71,6 +71,10 @@ def speed_cfg(cfg):
 
 choices('train.compile_mode', ['default', 'reduce-overhead', 'max-autotune'])
 choices('train.amp', ['none', 'bf16'])
+# Same results as the plain path (within float tolerance): outside the run
+# fingerprint. ``train.amp`` changes the arithmetic, so it stays in.
+volatile('train.compile', 'train.compile_mode', 'train.compile_dynamic',
+         'optim.fused', 'optim.flat_params', 'train.fast_collate')
 
 
 def compile_model(model, cfg):

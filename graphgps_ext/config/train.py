@@ -10,7 +10,7 @@ GraphGym keys reused as they are: ``optim.optimizer``, ``optim.base_lr``,
 ``train.eval_period``, ``train.auto_resume``, ``seed``, ``out_dir``,
 ``accelerator``, ``metric_best``, ``metric_agg``, ``model.loss_fun``.
 """
-from graphgps_ext.config import choices
+from graphgps_ext.config import choices, resumable, volatile
 from graphgps_ext.metrics import METRICS
 from graphgps_ext.train.loss import LOSSES
 
@@ -102,3 +102,20 @@ choices('dist.backend', ['auto', 'nccl', 'gloo'])
 choices('wandb.mode', ['online', 'offline', 'disabled'])
 choices('metric_agg', ['argmax', 'argmin'])
 choices('metric_best', ['auto'] + list(METRICS))
+
+# Where and how a run executes, not what it computes (GraphGym's keys
+# included): outside the run fingerprint.
+volatile('out_dir', 'run_name', 'seed', 'dataset.dir', 'accelerator',
+         'devices', 'num_threads', 'num_workers', 'print', 'round', 'cfg_dest',
+         'tensorboard_each_run', 'tensorboard_agg', 'gpu_mem', 'benchmark',
+         'mem.*', 'view_emb', 'train.auto_resume', 'train.epoch_resume',
+         'train.ckpt_period', 'train.enable_ckpt', 'train.ckpt_clean',
+         'dist.launcher', 'dist.backend', 'dist.timeout_min',
+         'dist.find_unused_parameters', 'tensorboard.*', 'wandb.*')
+# Optimiser hyper-parameters that a resumed run may change: the optimiser
+# and the scheduler continue from the current epoch with the new values.
+resumable('optim.base_lr', 'optim.weight_decay', 'optim.momentum',
+          'optim.max_epoch', 'optim.num_warmup_epochs', 'optim.steps',
+          'optim.lr_decay', 'optim.reduce_factor', 'optim.schedule_patience',
+          'optim.min_lr', 'optim.clip_grad_norm', 'optim.clip_grad_norm_value',
+          'train.early_stop_patience', 'train.eval_period')

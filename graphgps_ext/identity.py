@@ -1,0 +1,149 @@
+r"""Run identity: which config a seed folder's results belong to.
+
+A run's *identity* is its resolved config as requested (YAML file plus
+``KEY VALUE`` overrides, before the dataset-dependent ``auto`` values are
+filled in), flattened to ``{dotted key: value}``, without the keys that
+cannot change its results: paths, logging, thread and worker counts, and the
+speed switches whose results equal the plain path's. The config groups
+declare those keys with :func:`graphgps_ext.config.volatile`. The
+*fingerprint* is a short hash of the identity.
+
+A finished seed's ``done`` marker records both (``fingerprint`` and
+``identity``), so that a launcher can tell whether the results in a seed
+folder were produced by the run it is about to launch
+(:func:`seed_status`), and name the keys that differ when they were not::
+
+    stale: optim.base_lr 0.001 -> 0.0005
+
+On resume, :func:`resume_changes` splits the differences into those that may
+take effect from the next epoch (optimiser hyper-parameters, declared with
+:func:`graphgps_ext.config.resumable`) and those that must be refused (the
+model, the data, the loss).
+"""
+import hashlib
+import json
+import os
+from dataclasses import dataclass, field
+from typing import Any, Dict, List, Optional, Tuple
+
+from yacs.config import CfgNode
+
+from graphgps_ext.config import key_matches, resumable_keys, volatile_keys
+
+#: Stands for a key that one of two identities does not have.
+MISSING = '<missing>'
+
+Change = Tuple[str, Any, Any]
+
+
+def _plain(value):
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    return value
+
+
+def flatten(cfg: CfgNode, prefix: str = '') -> Dict[str, Any]:
+    """``{dotted key: value}`` of every leaf of ``cfg`` (tuples as lists)."""
+    out = {}
+    for key, value in cfg.items():
+        full = prefix + key
+        if isinstance(value, CfgNode):
+            out.update(flatten(value, full + '.'))
+        else:
+            out[full] = _plain(value)
+    return out
+
+
+def identity(cfg: CfgNode) -> Dict[str, Any]:
+    """The keys of ``cfg`` that can change a run's results, sorted."""
+    skip = volatile_keys()
+    flat = flatten(cfg)
+    return {k: flat[k] for k in sorted(flat) if not key_matches(k, skip)}
+
+
+def fingerprint(ident: Dict[str, Any]) -> str:
+    """A 16-hex-digit hash of an identity (stable across processes)."""
+    text = json.dumps(ident, sort_keys=True, default=str)
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def diff(old: Dict[str, Any], new: Dict[str, Any]) -> List[Change]:
+    """``[(key, old value, new value)]`` for every key whose value differs,
+    sorted by key (:data:`MISSING` where one side lacks the key)."""
+    keys = sorted(set(old) | set(new))
+    return [(k, old.get(k, MISSING), new.get(k, MISSING)) for k in keys
+            if old.get(k, MISSING) != new.get(k, MISSING)]
+
+
+def format_changes(changes: List[Change], limit: int = 8) -> str:
+    """``'optim.base_lr 0.001 -> 0.0005, gt.layers 4 -> 6'`` (at most
+    ``limit`` keys, then ``(+N more)``)."""
+    parts = [f'{k} {a} -> {b}' for k, a, b in changes[:limit]]
+    if len(changes) > limit:
+        parts.append(f'(+{len(changes) - limit} more)')
+    return ', '.join(parts)
+
+
+def resume_changes(old: Dict[str, Any], new: Dict[str, Any]
+                   ) -> Tuple[List[Change], List[Change]]:
+    """``(allowed, refused)``: the changes between the identity a run was
+    started with and the one it is resumed with; ``allowed`` are resumable
+    keys, which take effect from the next epoch."""
+    allowed, refused = [], []
+    keys = resumable_keys()
+    for change in diff(old, new):
+        (allowed if key_matches(change[0], keys) else refused).append(change)
+    return allowed, refused
+
+
+def read_done(run_dir: str) -> Optional[Dict[str, Any]]:
+    """The ``done`` marker of a seed folder as a dict (``{}`` when it is not
+    JSON, e.g. written by hand), or ``None`` when there is none."""
+    path = os.path.join(run_dir, 'done')
+    if not os.path.exists(path):
+        return None
+    try:
+        with open(path) as f:
+            data = json.load(f)
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+@dataclass
+class SeedStatus:
+    """What a seed folder holds for a given identity.
+
+    Attributes:
+        state: ``'new'`` (no folder or an empty one), ``'unfinished'`` (a run
+            started there and did not finish: running, interrupted or
+            crashed), ``'complete'`` (finished with this identity) or
+            ``'stale'`` (finished with another identity; ``changes`` lists
+            the differing keys, old -> new).
+        changes: see ``state``.
+        done: the ``done`` marker, when there is one.
+    """
+    state: str
+    changes: List[Change] = field(default_factory=list)
+    done: Optional[Dict[str, Any]] = None
+
+    def describe(self) -> str:
+        if self.state == 'stale':
+            if not self.changes:
+                return 'stale: finished without a recorded fingerprint'
+            return 'stale: ' + format_changes(self.changes)
+        return self.state
+
+
+def seed_status(run_dir: str, ident: Dict[str, Any]) -> SeedStatus:
+    """The :class:`SeedStatus` of ``run_dir`` for a run of identity ``ident``."""
+    done = read_done(run_dir)
+    if done is None:
+        busy = os.path.isdir(run_dir) and any(
+            e in os.listdir(run_dir) for e in ('config.yaml', 'ckpt', 'train'))
+        return SeedStatus('unfinished' if busy else 'new')
+    if done.get('fingerprint') == fingerprint(ident):
+        return SeedStatus('complete', done=done)
+    old = done.get('identity')
+    changes = diff(old, ident) if isinstance(old, dict) else []
+    return SeedStatus('stale', changes, done)
