@@ -23,7 +23,8 @@ from typing import Dict, Optional, Tuple
 import torch
 from torch import Tensor
 
-CACHE_VERSION = 1
+# 2: Laplacian eigenvectors in the canonical basis of their eigenspaces.
+CACHE_VERSION = 2
 
 Entry = Dict[str, Tuple[Tensor, Tensor]]
 

@@ -26,6 +26,17 @@ columns are **NaN** (encoders mask them). The dataset precompute returns
 ``pe_lap_vec`` / ``pe_lap_val`` ``[N, k]`` float32
 (:mod:`graphgps_ext.transform.precompute`). Graphs of equal size are solved by
 one batched ``torch.linalg.eigh`` in float64.
+
+**A function of the graph alone.** An eigenvector is defined up to its sign,
+and where an eigenvalue repeats only its eigenspace is defined: LAPACK's
+choice of vectors there depends on rounding, hence on thread counts and on
+which graphs share a batched call. :func:`canonical_eigenbasis` replaces
+each eigenspace's vectors by a basis that depends on the eigenspace alone:
+for an eigenspace of multiplicity :math:`m` with projector
+:math:`P = U U^\top`, the Gram-Schmidt orthonormalisation (in order) of
+:math:`P r_1, \dots, P r_m`, with :math:`r_t` fixed probe vectors (standard
+normal, drawn from a generator seeded with the graph size). For a simple
+eigenvalue this fixes the sign: :math:`u \cdot \mathrm{sign}(u^\top r_1)`.
 """
 from typing import Tuple
 
@@ -34,6 +45,56 @@ from torch import Tensor
 
 
 LAPLACIAN_NORMS = ('none', 'sym', 'rw')
+
+#: Eigenvalues closer than this (relative to ``max(1, |lambda|_max)``) form
+#: one eigenspace; LAPACK returns repeated eigenvalues within ~1e-14.
+EIGEN_TOL = 1e-8
+
+
+def _probes(n: int, dtype: torch.dtype) -> Tensor:
+    """``[n, n]`` fixed standard-normal probe vectors (columns) for size ``n``."""
+    gen = torch.Generator().manual_seed(n)
+    return torch.randn(n, n, generator=gen, dtype=torch.float64).to(dtype)
+
+
+def canonical_eigenbasis(val: Tensor, vec: Tensor, tol: float = EIGEN_TOL) -> Tensor:
+    r"""Eigenvectors that depend only on the eigenspaces, not on the solver.
+
+    Args:
+        val: ``[G, n]`` ascending eigenvalues of symmetric matrices.
+        vec: ``[G, n, n]`` orthonormal eigenvectors (columns).
+        tol: relative tolerance under which consecutive eigenvalues are one
+            eigenspace.
+
+    Returns:
+        ``[G, n, n]``: column :math:`i` of eigenspace :math:`c` (its
+        :math:`t`-th column) is the Gram-Schmidt orthonormalisation, in
+        order, of :math:`P_c r_0, \dots, P_c r_t` with :math:`P_c` the
+        eigenspace's projector and :math:`r_t` the fixed probes of
+        :func:`_probes`. Computed for every eigenspace at once: probes
+        projected with a block mask, then one Cholesky factorisation of the
+        block-diagonal Gram matrix (Gram-Schmidt in closed form:
+        :math:`W = Q R`, :math:`W^	op W = R^	op R`).
+    """
+    G, n = val.shape
+    if n == 0:
+        return vec
+    scale = val.abs().amax(-1, keepdim=True).clamp_min(1.0)
+    starts = torch.ones(G, n, dtype=torch.bool)
+    starts[:, 1:] = (val[:, 1:] - val[:, :-1]) > tol * scale
+    space = starts.cumsum(-1)  # eigenspace id of each column
+    pos = torch.arange(n).expand(G, n)
+    first = torch.where(starts, pos, torch.zeros_like(pos)).cummax(-1).values
+    t = pos - first  # rank of each column within its eigenspace
+    same = space.unsqueeze(-1) == space.unsqueeze(-2)  # [G, i, j]
+    # W[:, :, i] = P_c r_t(i) = sum_{j in c} u_j (u_j . r_t(i))
+    dots = vec.transpose(-1, -2) @ _probes(n, vec.dtype)  # [G, j, t]
+    coef = same.transpose(-1, -2) * dots.gather(-1, t.unsqueeze(1).expand(G, n, n))
+    W = vec @ coef
+    gram = (W.transpose(-1, -2) @ W) * same
+    chol = torch.linalg.cholesky(gram)  # R^T, lower triangular
+    return torch.linalg.solve_triangular(chol, W.transpose(-1, -2),
+                                         upper=False).transpose(-1, -2)
 
 
 def laplacian(adj: Tensor, norm: str = 'sym') -> Tensor:
@@ -66,6 +127,7 @@ def laplacian_eigen(adj: Tensor, k: int, norm: str = 'sym',
     G, n = adj.shape[:2]
     L = laplacian(adj, norm)
     val, vec = torch.linalg.eigh(L)
+    vec = canonical_eigenbasis(val, vec)
     val = val.clamp_min(0.0)
     if norm == 'rw':
         deg = adj.sum(-1)

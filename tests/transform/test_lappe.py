@@ -63,3 +63,78 @@ def test_isolated_node_is_finite():
     for norm in ('none', 'sym', 'rw'):
         vec, val = laplacian_eigen(A, 3, norm)
         assert torch.isfinite(vec).all() and torch.isfinite(val).all()
+
+
+def _rotate_within_eigenspaces(val, vec, seed=0):
+    """The same eigenspaces in another basis: a random orthogonal mix (with
+    sign flips) inside every group of equal eigenvalues."""
+    g = torch.Generator().manual_seed(seed)
+    out = vec.clone()
+    for b in range(val.size(0)):
+        i = 0
+        while i < val.size(1):
+            j = i + 1
+            while j < val.size(1) and abs(val[b, j] - val[b, i]) < 1e-8:
+                j += 1
+            q, _ = torch.linalg.qr(torch.randn(j - i, j - i, generator=g,
+                                               dtype=torch.float64))
+            out[b, :, i:j] = vec[b, :, i:j] @ q
+            i = j
+    return out
+
+
+def _graphs_with_repeated_eigenvalues():
+    """A 6-cycle (double eigenvalues), a star (eigenvalue 1 of multiplicity
+    4), a complete graph (multiplicity 4) and two disjoint triangles."""
+    star = torch.zeros(6, 6, dtype=torch.float64)
+    star[0, 1:] = star[1:, 0] = 1
+    complete = 1 - torch.eye(6, dtype=torch.float64)
+    tri = torch.zeros(6, 6, dtype=torch.float64)
+    for a, b in ((0, 1), (1, 2), (0, 2), (3, 4), (4, 5), (3, 5)):
+        tri[a, b] = tri[b, a] = 1
+    return torch.stack([cycle_adj(6)[0], star, complete, tri])
+
+
+@pytest.mark.parametrize('norm', ['none', 'sym'])
+def test_canonical_basis_depends_on_the_eigenspaces_only(norm):
+    from graphgps_ext.transform.lappe import canonical_eigenbasis
+    A = torch.cat([_graphs_with_repeated_eigenvalues(), random_adj(3, 6, seed=4)])
+    L = laplacian(A, norm)
+    val, vec = torch.linalg.eigh(L)
+    ref = canonical_eigenbasis(val, vec)
+    for seed in range(3):
+        other = canonical_eigenbasis(val, _rotate_within_eigenspaces(val, vec, seed))
+        assert torch.allclose(other, ref, atol=1e-10)
+    eye = torch.eye(6, dtype=torch.float64).expand_as(ref)
+    assert torch.allclose(ref.transpose(1, 2) @ ref, eye, atol=1e-10)
+    assert torch.allclose(L @ ref, ref * val.unsqueeze(1), atol=1e-10)
+
+
+def _projectors(val, vec):
+    """``{(eigenvalue rounded): projector}`` of one graph's eigenspaces."""
+    out = {}
+    for i in range(val.numel()):
+        key = round(float(val[i]), 6)
+        out[key] = out.get(key, 0) + torch.outer(vec[:, i], vec[:, i])
+    return out
+
+
+def test_encoding_of_a_graph_does_not_depend_on_its_batch():
+    """Solved alone, in a batch, or in another order: the same vectors; and
+    the same eigenspaces as an independent solver (NumPy)."""
+    import numpy as np
+    A = torch.cat([_graphs_with_repeated_eigenvalues(), random_adj(5, 6, seed=2)])
+    vec, val = laplacian_eigen(A, 6, 'sym')
+    perm = torch.randperm(A.size(0), generator=torch.Generator().manual_seed(0))
+    vec_p, val_p = laplacian_eigen(A[perm], 6, 'sym')
+    assert torch.allclose(vec_p, vec[perm], atol=1e-10)
+    for b in range(A.size(0)):
+        alone, _ = laplacian_eigen(A[b:b + 1], 6, 'sym')
+        assert torch.allclose(alone[0], vec[b], atol=1e-10)
+        np_val, np_vec = np.linalg.eigh(laplacian(A[b:b + 1], 'sym')[0].numpy())
+        ours = _projectors(val[b], vec[b])
+        theirs = _projectors(torch.from_numpy(np_val).clamp_min(0),
+                             torch.from_numpy(np_vec))
+        assert ours.keys() == theirs.keys()
+        for key in ours:
+            assert torch.allclose(ours[key], theirs[key], atol=1e-9)
