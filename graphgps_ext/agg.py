@@ -2,12 +2,14 @@
 
 Reads ``results/<name>/<seed>/`` for every integer ``<seed>`` folder and
 writes ``results/<name>/agg/<split>/best.json`` (mean and std over seeds of
-every stat at each seed's best-validation epoch, from its ``best.json``) and
+every stat at each seed's best-validation epoch, from its ``best.json``; one
+JSON line, as GraphGym's) and
 ``results/<name>/agg/<split>/stats.json`` (mean and std per epoch over the
 seeds that reached it, one JSON object per line). Keys follow GraphGym:
 ``<stat>`` is the mean, ``<stat>_std`` the population standard deviation
-(``ddof=0``, as GraphGym and GraphGPS), plus ``num_seeds`` and ``seeds``. A
-table is printed.
+(``ddof=0``, as GraphGym and GraphGPS), plus ``num_seeds``, ``seeds``,
+``metric`` and ``mode`` (the selection metric and its direction). A table is
+printed.
 
 Only finished seeds (with a ``done`` marker) are aggregated unless
 ``--include-unfinished`` is given; unfinished seeds (still running,
@@ -41,7 +43,7 @@ from typing import Dict, List, Optional
 import numpy as np
 
 from graphgps_ext.identity import diff, format_changes, read_done
-from graphgps_ext.logger import SPLITS, STATS_FILE, read_jsonl, write_json
+from graphgps_ext.logger import SPLITS, STATS_FILE, read_jsonl
 from graphgps_ext.train.checkpoint import atomic_write_bytes
 
 # Files of agg/<split>/ that this module writes (and replaces or removes).
@@ -166,8 +168,11 @@ def aggregate(root: str, include_unfinished: bool = False,
         best = _mean_std(records)
         best.update(num_seeds=len(records), seeds=used,
                     metric=bests[used[0]]['metric'])
+        if bests[used[0]].get('mode'):
+            best['mode'] = bests[used[0]]['mode']
         result['best'][split] = best
-        write_json(os.path.join(split_dir, 'best.json'), best)
+        # One line, as GraphGym's agg/<split>/best.json (its agg_batch reads it).
+        _write_text(os.path.join(split_dir, 'best.json'), json.dumps(best) + '\n')
         per_epoch: Dict[int, List[Dict]] = {}
         for seed in used:
             for rec in read_jsonl(os.path.join(root, str(seed), split, STATS_FILE)):
@@ -189,7 +194,7 @@ def format_table(result: Dict) -> str:
     if not best:
         return 'no finished seed to aggregate'
     keys = [k for k in best.get('test', next(iter(best.values())))
-            if not k.endswith('_std') and k not in ('num_seeds', 'seeds', 'metric',
+            if not k.endswith('_std') and k not in ('num_seeds', 'seeds', 'metric', 'mode',
                                                     'params', 'lr', 'time_epoch')]
     header = ['split'] + keys
     rows = []
