@@ -179,7 +179,7 @@ def point_config(base_yaml: Dict[str, Any], point: Point, **keys: Any) -> Dict[s
 def write_yaml(path: str, tree: Dict[str, Any], header: str):
     from graphgps_ext.train.checkpoint import atomic_write_bytes
     data = (''.join(f'# {ln}\n' for ln in header.splitlines())
-            + yaml.safe_dump(tree, sort_keys=False, default_flow_style=None)).encode()
+            + yaml.safe_dump(tree, sort_keys=False, default_flow_style=False)).encode()
     atomic_write_bytes(path, lambda f: f.write(data))
 
 
