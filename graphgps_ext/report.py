@@ -62,7 +62,9 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 import yaml
+from graphgps_ext.config.load import config_name
 from graphgps_ext.logger import STATS_FILE, read_jsonl
+from graphgps_ext.sweep.plan import parse_seeds
 from graphgps_ext.train.checkpoint import atomic_write_bytes
 
 SPLITS = ('train', 'val', 'test')
@@ -89,31 +91,6 @@ _IGNORED_KEYS = {'seed', 'out_dir', 'run_name', 'accelerator', 'train.auto_resum
 
 
 # --------------------------------------------------------------------------- inputs
-def parse_seeds(spec: str) -> List[int]:
-    """``'0-3,7'`` -> ``[0, 1, 2, 3, 7]`` (the syntax of ``run/sweep.sh``)."""
-    out: List[int] = []
-    for part in str(spec).split(','):
-        part = part.strip()
-        if not part:
-            continue
-        if '-' in part:
-            a, b = part.split('-', 1)
-            out.extend(range(int(a), int(b) + 1))
-        else:
-            out.append(int(part))
-    return sorted(set(out))
-
-
-def config_name(path: str) -> str:
-    """Results name of a config path (as :func:`graphgps_ext.config.load.config_name`)."""
-    parts = os.path.normpath(path).split(os.sep)
-    stem = os.path.splitext(parts[-1])[0]
-    if 'configs' in parts[:-1]:
-        i = len(parts) - 1 - parts[::-1].index('configs')
-        return '-'.join(parts[i + 1:-1] + [stem])
-    return stem
-
-
 def read_tables(path: str) -> List[Dict[str, str]]:
     """Rows of ``run/tables.tsv`` (``#`` lines are comments)."""
     rows = []

@@ -316,7 +316,8 @@ def _main(args, overrides: List[str], plan_pairs, say) -> int:
         time=args.time, mem=args.mem, partition=args.partition, account=args.account,
         nodes=args.nodes, gpus_per_task=args.gpus_per_task, cpus_per_task=args.cpus_per_task,
         throttle=args.throttle, requeue=args.requeue,
-        job_name=args.job_name or f'ggx-{plan.targets[0].name}', sbatch_opts=args.sbatch_opt,
+        job_name=args.job_name or f"ggx-{search['task'] if search else plan.targets[0].name}",
+        sbatch_opts=args.sbatch_opt,
         agg_time=args.agg_time, agg_mem=args.agg_mem, agg_cpus=args.agg_cpus)
     if args.slurm:
         opt.check()
@@ -326,8 +327,9 @@ def _main(args, overrides: List[str], plan_pairs, say) -> int:
     for line in notes:  # complete seeds only in a dry run; the others always
         if args.dry_run or not line.startswith('# skip') or 'stale' in line:
             say(line)
-    if args.slurm:
-        return _slurm(args, plan, python, opt, aggs, skipped, say)
+    if args.slurm:  # scripts in <results root>/_slurm (a search's root, not its folder)
+        root = os.path.dirname(search['results']) if search else plan.targets[0].out_dir
+        return _slurm(args, plan, python, opt, aggs, skipped, os.path.join(root, '_slurm'), say)
     return _local(args, plan, python, aggs, skipped, search_dir, say)
 
 
@@ -375,7 +377,8 @@ def _local(args, plan: Plan, python, aggs, skipped: str, search_dir, say) -> int
     return 0
 
 
-def _slurm(args, plan: Plan, python, opt: slurm.SlurmOptions, aggs, skipped: str, say) -> int:
+def _slurm(args, plan: Plan, python, opt: slurm.SlurmOptions, aggs, skipped: str,
+           slurm_dir: str, say) -> int:
     if not plan.runs:
         say(f'# nothing to run: all {len(plan.complete)} runs are complete'
             + (f' ({len(plan.stale)} stale skipped)' if plan.stale else ''))
@@ -384,7 +387,7 @@ def _slurm(args, plan: Plan, python, opt: slurm.SlurmOptions, aggs, skipped: str
                 say(shlex.join(cmd))
         return 0
     root = os.getcwd()
-    slurm_dir = os.path.join(root, plan.targets[0].out_dir, '_slurm')
+    slurm_dir = os.path.join(root, slurm_dir)
     script, agg = slurm.script_paths(slurm_dir, opt.job_name)
     array_text = slurm.array_script(plan.runs, python, args.main, opt, root, slurm_dir, script)
     agg_text = slurm.agg_script(aggs, opt, root, slurm_dir) if aggs else None

@@ -19,7 +19,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 from graphgps_ext.identity import SeedStatus, fingerprint, identity, seed_status
 
 
-class SweepError(Exception):
+class SweepError(ValueError):
     """A mistake on the command line or in an input file (exit code 2)."""
 
 

@@ -139,3 +139,19 @@ def test_search_end_to_end(tmp_path, monkeypatch, capsys):
     with open(tmp_path / 'results' / 'quick_grid_g' / 'agg' / 'val_best.csv') as f:
         theirs = {r['l']: float(r['accuracy']) for r in csv.DictReader(f)}
     assert theirs == {r['l']: pytest.approx(float(r['val_mean'])) for r in rows}
+
+
+def test_search_on_slurm_summarises_in_the_aggregation_job(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / 'quick.yaml').write_text(open(QUICKSTART).read())
+    (tmp_path / 'g.txt').write_text('gt.layers l [1,2,3]\noptim.base_lr lr [0.001,0.003]\n')
+    assert cli.main(['quick.yaml', '--grid', 'g.txt', '--sample', '2', '--seeds', '0-2',
+                     '--slurm', '--dry-run', '--', 'optim.max_epoch', '2']) == 0
+    out = capsys.readouterr().out
+    assert '# search quick_grid_g: 2 of 6 points x 3 seed(s)' in out
+    assert '#SBATCH --array=0-5' in out and '#SBATCH --job-name=ggx-quick_grid_g' in out
+    assert f'# --- {tmp_path}/results/_slurm/ggx-quick_grid_g-' in out
+    assert 'python -m graphgps_ext.sweep --summarize results/_search/quick_grid_g || rc=1' in out
+    configs = sorted(os.listdir(tmp_path / 'results' / '_search' / 'quick_grid_g' / 'configs'))
+    assert len(configs) == 2 and all(c.startswith('quick-l=') for c in configs)
+    assert not (tmp_path / 'results' / 'quick_grid_g').exists()  # nothing ran
