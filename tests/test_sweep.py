@@ -336,15 +336,19 @@ def test_cpu_sequential_and_failures(ws):
     assert 'no complete run of gt-fail' in out
 
 
-def test_sweep_sh_wrapper(ws, tmp_path):
-    """run/sweep.sh runs the Python launcher of this checkout."""
+def test_shell_wrappers(ws):
+    """run/sweep.sh and run/reproduce.sh run the Python launcher of this checkout."""
+    env = dict(os.environ, PYTHON=sys.executable)
     out = subprocess.run(['bash', SWEEP, '--dry-run', 'configs/geaet/zinc.yaml', '--seeds',
                           '0-1', '--', 'run_name', 'myvariant', 'optim.base_lr', '0.001'],
-                         cwd=ws.root, capture_output=True, text=True, timeout=120,
-                         env=dict(os.environ, PYTHON=sys.executable))
+                         cwd=ws.root, capture_output=True, text=True, timeout=120, env=env)
     assert out.returncode == 0, out.stderr
     assert '> results/myvariant/logs/seed1.log 2>&1' in out.stdout
     assert 'python -m graphgps_ext.agg results/myvariant --fingerprint' in out.stdout
+    out = subprocess.run(['bash', REPRODUCE, '--list', 'mna'], cwd=ROOT, capture_output=True,
+                         text=True, timeout=120, env=env)
+    assert out.returncode == 0, out.stderr
+    assert re.search(r'^mna\s+table2\s+\d+ configs$', out.stdout, re.M)
 
 
 # --------------------------------------------------------------------------- SLURM

@@ -81,33 +81,33 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument('--cpu', action='store_true',
                    help="sequential on the CPU (CUDA_VISIBLE_DEVICES='')")
     g = p.add_argument_group(
-        'SLURM', 'With --slurm the runs become an array job (one task per run still to '
-                 'do; scripts in <results>/_slurm/) and the aggregation a dependent job '
-                 '(--dependency=afterany). With --gpus-per-task G > 1 or --nodes N > 1 every '
-                 'run is data parallel on N nodes x G GPUs (srun + torchrun).')
+        'SLURM', 'With --slurm the runs become an array job (one task per run still to do;\n'
+                 'scripts in <results>/_slurm/) and the aggregation a dependent job\n'
+                 '(--dependency=afterany). With --gpus-per-task G > 1 or --nodes N > 1\n'
+                 'every run is data parallel on N nodes x G GPUs (srun + torchrun).')
     g.add_argument('--slurm', action='store_true', help='submit with sbatch')
     g.add_argument('--throttle', type=int, metavar='N',
                    help='at most N array tasks at once (--array=...%%N)')
-    g.add_argument('--time', default='24:00:00', help='per-task time limit (default 24:00:00)')
-    g.add_argument('--mem', default='32G', help='memory per task (default 32G)')
-    g.add_argument('--partition', default='')
-    g.add_argument('--account', default='')
-    g.add_argument('--nodes', type=int, default=1, help='nodes per run (default 1)')
-    g.add_argument('--gpus-per-task', type=int, default=1,
+    g.add_argument('--time', default='24:00:00', metavar='T', help='per-task time limit (default 24:00:00)')
+    g.add_argument('--mem', default='32G', metavar='M', help='memory per task (default 32G)')
+    g.add_argument('--partition', default='', metavar='P')
+    g.add_argument('--account', default='', metavar='A')
+    g.add_argument('--nodes', type=int, default=1, metavar='N', help='nodes per run (default 1)')
+    g.add_argument('--gpus-per-task', type=int, default=1, metavar='G',
                    help='GPUs per run and node (default 1; 0 = none)')
-    g.add_argument('--cpus-per-task', type=int, default=4, help='CPUs per task (default 4)')
+    g.add_argument('--cpus-per-task', type=int, default=4, metavar='C', help='CPUs per task (default 4)')
     g.add_argument('--requeue', action='store_true',
                    help='requeue on preemption and shortly before the time limit (a tenth '
                         'of it, at most 5 min); the run resumes from its last checkpoint '
                         '(adds train.auto_resume True)')
     g.add_argument('--sbatch-opt', action='append', default=[], metavar='OPT',
-                   help="extra '#SBATCH OPT' line (repeatable), e.g. --sbatch-opt=--qos=high")
-    g.add_argument('--job-name', default=None, help='(default ggx-<first results name>)')
-    g.add_argument('--agg-time', default=None,
+                   help="extra '#SBATCH OPT' line (repeatable), e.g. --sbatch-opt --qos=high")
+    g.add_argument('--job-name', default=None, metavar='NAME', help='(default ggx-<first results name>)')
+    g.add_argument('--agg-time', default=None, metavar='T',
                    help='aggregation job time (default a tenth of --time, 10 min to 1 h)')
-    g.add_argument('--agg-mem', default=None,
+    g.add_argument('--agg-mem', default=None, metavar='M',
                    help='aggregation job memory (default an eighth of --mem, 1 to 4 GB)')
-    g.add_argument('--agg-cpus', type=int, default=None,
+    g.add_argument('--agg-cpus', type=int, default=None, metavar='C',
                    help='aggregation job CPUs (default 1)')
     g = p.add_argument_group('other')
     g.add_argument('--results', default=None, metavar='DIR',
@@ -327,6 +327,9 @@ def _main(args, overrides: List[str], plan_pairs, say) -> int:
     for line in notes:  # complete seeds only in a dry run; the others always
         if args.dry_run or not line.startswith('# skip') or 'stale' in line:
             say(line)
+    if plan.runs and not args.dry_run and not os.path.isfile(args.main):
+        raise SweepError(f"entry point '{args.main}' not found: run from the repository "
+                         'root or pass --main')
     if args.slurm:  # scripts in <results root>/_slurm (a search's root, not its folder)
         root = os.path.dirname(search['results']) if search else plan.targets[0].out_dir
         return _slurm(args, plan, python, opt, aggs, skipped, os.path.join(root, '_slurm'), say)
@@ -351,9 +354,6 @@ def _local(args, plan: Plan, python, aggs, skipped: str, search_dir, say) -> int
             for cmd in aggs:
                 say(shlex.join(cmd))
         return 0
-    if plan.runs and not os.path.isfile(args.main):
-        raise SweepError(f"entry point '{args.main}' not found: run from the repository "
-                         'root or pass --main')
     say(f'# {len(plan.runs)} run(s) to do, {skipped}')
     failed = local.run_all(plan.runs, python, args.main, devices, say)
     agg_failed = False

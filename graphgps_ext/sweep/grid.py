@@ -90,7 +90,8 @@ def read_grid(path: str) -> List[List[GridKey]]:
             grid = grids[-1]
             if any(g.key == key or g.alias == alias for g in grid):
                 raise SweepError(f"{where}: key '{key}' or alias '{alias}' repeated")
-            grid.append(GridKey(key, alias, list(values)))
+            grid.append(GridKey(key, alias, [list(v) if isinstance(v, tuple) else v
+                                             for v in values]))
     grids = [g for g in grids if g]
     if not grids:
         raise SweepError(f'{path}: no grid line')

@@ -14,7 +14,7 @@ import glob
 import os
 import re
 from dataclasses import dataclass, field
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import Dict, List, Sequence, Tuple
 
 from graphgps_ext.identity import SeedStatus, fingerprint, identity, seed_status
 
