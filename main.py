@@ -31,8 +31,8 @@ def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
     group.add_argument('--seeds', type=str, default=None,
                        help='comma-separated seeds, e.g. 0,1,2 (overrides seed)')
     parser.add_argument('--mark_done', action='store_true',
-                        help='rename the config file to <file>.done when every '
-                             'seed has finished (GraphGym sweep convention)')
+                        help='rename the config file to <file>_done when every '
+                             'seed has finished (as GraphGym)')
     parser.add_argument('opts', nargs=argparse.REMAINDER, default=[],
                         help='KEY VALUE overrides, e.g. optim.base_lr 0.001')
     return parser.parse_args(argv)
@@ -86,7 +86,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     finally:
         dist.cleanup()
     if args.mark_done and rank == 0:
-        os.replace(args.cfg_file, args.cfg_file + '.done')
+        os.replace(args.cfg_file, args.cfg_file + '_done')
     return 0
 
 

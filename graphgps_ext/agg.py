@@ -2,27 +2,56 @@
 
 Reads ``results/<name>/<seed>/`` for every integer ``<seed>`` folder and
 writes ``results/<name>/agg/<split>/best.json`` (mean and std over seeds of
-every stat at each seed's best-validation epoch, from its ``best.json``) and
-``results/<name>/agg/<split>/stats.jsonl`` (mean and std per epoch over the
-seeds that reached it). Keys follow GraphGym: ``<stat>`` is the mean,
-``<stat>_std`` the population standard deviation (``ddof=0``, as GraphGym and
-GraphGPS), plus ``num_seeds`` and ``seeds``. A table is printed.
+every stat at each seed's best-validation epoch, from its ``best.json``; one
+JSON line, as GraphGym's) and
+``results/<name>/agg/<split>/stats.json`` (mean and std per epoch over the
+seeds that reached it, one JSON object per line). Keys follow GraphGym:
+``<stat>`` is the mean, ``<stat>_std`` the population standard deviation
+(``ddof=0``, as GraphGym and GraphGPS), plus ``num_seeds``, ``seeds``,
+``metric`` and ``mode`` (the selection metric and its direction). A table is
+printed.
 
 Only finished seeds (with a ``done`` marker) are aggregated unless
 ``--include-unfinished`` is given; unfinished seeds (still running,
 interrupted or crashed) and, with ``--seeds``, missing ones are reported.
-Re-running rewrites ``agg/`` from scratch, so it is idempotent.
+Seeds finished with different configs (their ``done`` markers carry
+different fingerprints, see :mod:`graphgps_ext.identity`) are never averaged
+together: without ``--fingerprint`` such a folder is refused (exit 2, the
+differing keys named); with ``--fingerprint FP`` only the seeds of that
+config are used and the others are reported. The launcher passes the
+fingerprint of the runs it launched.
+
+Every file is written to a temporary file and renamed into place, so a
+reader sees either the previous or the new version of a file, never a
+partial one, and several aggregations of one folder may run at once.
+Re-running gives the same files. With nothing to aggregate, ``agg/`` is left
+as it was.
+
+GraphGym's ``torch_geometric.graphgym.utils.agg_runs.agg_runs(results/<name>,
+metric)`` reads the same seed folders and writes ``agg/train`` and
+``agg/val`` with the same file names and keys (its values rounded to
+``cfg.round``, without ``num_seeds``/``seeds``/``metric``, and TensorBoard
+files when ``cfg.tensorboard_agg``); ``agg/test`` stays ours. Running
+``python -m graphgps_ext.agg`` again writes ours back.
 """
 import argparse
 import json
 import os
-import shutil
 import sys
 from typing import Dict, List, Optional
 
 import numpy as np
 
-from graphgps_ext.logger import SPLITS, read_jsonl, write_json
+from graphgps_ext.identity import diff, format_changes, read_done
+from graphgps_ext.logger import SPLITS, STATS_FILE, read_jsonl
+from graphgps_ext.train.checkpoint import atomic_write_bytes
+
+# Files of agg/<split>/ that this module writes (and replaces or removes).
+_AGG_FILES = ('best.json', STATS_FILE)
+
+
+class MixedRunsError(ValueError):
+    """Finished seeds of one folder were run with different configs."""
 
 
 def _mean_std(records: List[Dict]) -> Dict:
@@ -54,15 +83,63 @@ def find_seeds(root: str):
     return sorted(finished), sorted(unfinished)
 
 
+def _by_fingerprint(root: str, seeds: List[int]) -> Dict[Optional[str], List[int]]:
+    """Finished seeds grouped by the fingerprint in their ``done`` marker
+    (``None``: a marker without one)."""
+    groups: Dict[Optional[str], List[int]] = {}
+    for seed in seeds:
+        done = read_done(os.path.join(root, str(seed))) or {}
+        groups.setdefault(done.get('fingerprint'), []).append(seed)
+    return groups
+
+
+def _mixed_message(root: str, groups: Dict[Optional[str], List[int]]) -> str:
+    parts = [f'seeds {seeds} ({fp or "no fingerprint"})' for fp, seeds in groups.items()]
+    msg = f'{root} holds runs of {len(groups)} different configs: ' + ', '.join(parts)
+    (fp_a, seeds_a), (fp_b, seeds_b) = list(groups.items())[:2]
+    old = (read_done(os.path.join(root, str(seeds_a[0]))) or {}).get('identity')
+    new = (read_done(os.path.join(root, str(seeds_b[0]))) or {}).get('identity')
+    if isinstance(old, dict) and isinstance(new, dict):
+        msg += f'; they differ in {format_changes(diff(old, new))}'
+    return (msg + '. Aggregate one config with --fingerprint FP, or move the '
+            'other seeds to another folder')
+
+
+def _write_text(path: str, text: str):
+    data = text.encode()
+    atomic_write_bytes(path, lambda f: f.write(data))
+
+
+def _remove(path: str):
+    try:
+        os.remove(path)
+    except FileNotFoundError:
+        pass
+
+
 def aggregate(root: str, include_unfinished: bool = False,
-              expected: Optional[List[int]] = None) -> Dict:
+              expected: Optional[List[int]] = None,
+              fingerprint: Optional[str] = None) -> Dict:
     """Write ``root/agg`` and return ``{'best': {split: ...}, 'finished': [...],
-    'unfinished': [...], 'missing': [...], 'used': [...]}``."""
+    'unfinished': [...], 'missing': [...], 'other': [...], 'used': [...]}``
+    (``other``: finished seeds of another config than ``fingerprint``).
+
+    Raises ``FileNotFoundError`` when ``root`` is not a folder and
+    :class:`MixedRunsError` when, without ``fingerprint``, its finished seeds
+    carry different fingerprints."""
     if not os.path.isdir(root):
         raise FileNotFoundError(f'{root} is not a directory')
     finished, unfinished = find_seeds(root)
     present = set(finished) | set(unfinished)
     missing = sorted(set(expected or []) - present)
+    groups = _by_fingerprint(root, finished)
+    other: List[int] = []
+    if fingerprint is not None:
+        mine = groups.pop(fingerprint, [])
+        other = sorted(s for seeds in groups.values() for s in seeds)
+        finished = mine
+    elif len(groups) > 1:
+        raise MixedRunsError(_mixed_message(root, groups))
     candidates = finished + (unfinished if include_unfinished else [])
     bests = {}
     for seed in sorted(candidates):
@@ -71,39 +148,43 @@ def aggregate(root: str, include_unfinished: bool = False,
             with open(path) as f:
                 bests[seed] = json.load(f)
     used = sorted(bests)
-    agg_dir = os.path.join(root, 'agg')
-    if os.path.isdir(agg_dir):
-        shutil.rmtree(agg_dir)
-    result = {'finished': finished, 'unfinished': unfinished,
-              'missing': missing, 'used': used, 'best': {}}
+    result = {'finished': finished, 'unfinished': unfinished, 'missing': missing,
+              'other': other, 'used': used, 'best': {}}
     if not used:
         return result
+    agg_dir = os.path.join(root, 'agg')
     for split in SPLITS:
+        split_dir = os.path.join(agg_dir, split)
         records = []
         for seed in used:
             if split in bests[seed]:
                 rec = dict(bests[seed][split])
                 rec['epoch'] = bests[seed]['epoch']
                 records.append(rec)
-        if not records:
+        if not records:  # no seed has this split (any more): drop our files
+            for name in _AGG_FILES:
+                _remove(os.path.join(split_dir, name))
             continue
         best = _mean_std(records)
         best.update(num_seeds=len(records), seeds=used,
                     metric=bests[used[0]]['metric'])
+        if bests[used[0]].get('mode'):
+            best['mode'] = bests[used[0]]['mode']
         result['best'][split] = best
-        os.makedirs(os.path.join(agg_dir, split), exist_ok=True)
-        write_json(os.path.join(agg_dir, split, 'best.json'), best)
+        # One line, as GraphGym's agg/<split>/best.json (its agg_batch reads it).
+        _write_text(os.path.join(split_dir, 'best.json'), json.dumps(best) + '\n')
         per_epoch: Dict[int, List[Dict]] = {}
         for seed in used:
-            for rec in read_jsonl(os.path.join(root, str(seed), split, 'stats.jsonl')):
+            for rec in read_jsonl(os.path.join(root, str(seed), split, STATS_FILE)):
                 per_epoch.setdefault(rec['epoch'], []).append(rec)
-        with open(os.path.join(agg_dir, split, 'stats.jsonl'), 'w') as f:
-            for epoch in sorted(per_epoch):
-                row = {'epoch': epoch}
-                row.update(_mean_std(per_epoch[epoch]))
-                row.pop('epoch_std', None)
-                row['num_seeds'] = len(per_epoch[epoch])
-                f.write(json.dumps(row) + '\n')
+        lines = []
+        for epoch in sorted(per_epoch):
+            row = {'epoch': epoch}
+            row.update(_mean_std(per_epoch[epoch]))
+            row.pop('epoch_std', None)
+            row['num_seeds'] = len(per_epoch[epoch])
+            lines.append(json.dumps(row) + '\n')
+        _write_text(os.path.join(split_dir, STATS_FILE), ''.join(lines))
     return result
 
 
@@ -113,7 +194,7 @@ def format_table(result: Dict) -> str:
     if not best:
         return 'no finished seed to aggregate'
     keys = [k for k in best.get('test', next(iter(best.values())))
-            if not k.endswith('_std') and k not in ('num_seeds', 'seeds', 'metric',
+            if not k.endswith('_std') and k not in ('num_seeds', 'seeds', 'metric', 'mode',
                                                     'params', 'lr', 'time_epoch')]
     header = ['split'] + keys
     rows = []
@@ -128,6 +209,8 @@ def format_table(result: Dict) -> str:
 
 
 def main(argv: Optional[List[str]] = None) -> int:
+    """Exit codes: 0 aggregated; 1 nothing to aggregate or no such folder;
+    2 bad arguments or a folder mixing configs (without ``--fingerprint``)."""
     parser = argparse.ArgumentParser(
         prog='python -m graphgps_ext.agg',
         description='Aggregate the seeds of results/<name> into results/<name>/agg.')
@@ -137,19 +220,30 @@ def main(argv: Optional[List[str]] = None) -> int:
                              '(their best so far)')
     parser.add_argument('--seeds', default=None,
                         help='comma-separated seeds you expect; missing ones are reported')
+    parser.add_argument('--fingerprint', default=None,
+                        help="only the finished seeds of this config (the 'fingerprint' "
+                             "of their 'done' marker); the others are reported")
     args = parser.parse_args(argv)
-    expected = ([int(s) for s in args.seeds.split(',') if s.strip()]
-                if args.seeds else None)
     try:
-        result = aggregate(args.root, args.include_unfinished, expected)
+        expected = ([int(s) for s in args.seeds.split(',') if s.strip()]
+                    if args.seeds else None)
+    except ValueError:
+        parser.error(f'--seeds takes comma-separated integers, got {args.seeds!r}')
+    try:
+        result = aggregate(args.root, args.include_unfinished, expected, args.fingerprint)
     except FileNotFoundError as err:
         print(f'error: {err}', file=sys.stderr)
         return 1
+    except MixedRunsError as err:
+        print(f'error: {err}', file=sys.stderr)
+        return 2
     best = result['best']
     metric = next(iter(best.values()))['metric'] if best else None
     print(f"{args.root}: {len(result['used'])} seed(s) aggregated {result['used']}"
           + (f'; selection metric {metric} at each seed\'s best validation epoch'
              if metric else ''))
+    if result['other']:
+        print(f"finished with another config (not aggregated): {result['other']}")
     if result['unfinished']:
         print("unfinished (no 'done' marker"
               + (', included' if args.include_unfinished else ', skipped')
@@ -157,6 +251,8 @@ def main(argv: Optional[List[str]] = None) -> int:
     if result['missing']:
         print(f"missing: {result['missing']}")
     print(format_table(result))
+    if not result['used'] and os.path.isdir(os.path.join(args.root, 'agg')):
+        print(f'{args.root}/agg left as it was')
     return 0 if result['used'] else 1
 
 

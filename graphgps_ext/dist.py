@@ -26,6 +26,8 @@ training code calls them unconditionally.
 """
 import os
 import re
+import shutil
+import subprocess
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any, Callable, List, Mapping, Optional
@@ -61,22 +63,86 @@ class DistInfo:
     master_port: str = ''
 
 
-def expand_nodelist(nodelist: str) -> List[str]:
-    """Host names of a SLURM node list, e.g. ``'gpu[01-03,7],login1'`` ->
-    ``['gpu01', 'gpu02', 'gpu03', 'gpu7', 'login1']`` (zero padding kept)."""
-    hosts = []
-    for prefix, ranges in re.findall(r'([^,\[]+)(?:\[([^\]]*)\])?,?', nodelist):
-        if not ranges:
-            hosts.append(prefix)
-            continue
-        for part in ranges.split(','):
-            lo, _, hi = part.partition('-')
-            if not hi:
-                hosts.append(prefix + lo)
-                continue
-            width = len(lo)
-            hosts.extend(f'{prefix}{i:0{width}d}' for i in range(int(lo), int(hi) + 1))
+def expand_nodelist(nodelist: str, scontrol: bool = True) -> List[str]:
+    """Host names of a SLURM host list, in SLURM's order.
+
+    ``scontrol show hostnames`` answers when it is installed (``scontrol``
+    True); otherwise :func:`parse_nodelist` does, which follows SLURM's
+    documented forms: ``'gpu[01-03,7],login1'`` -> ``['gpu01', 'gpu02',
+    'gpu03', 'gpu7', 'login1']``, ``'node[1-2]-ib'`` -> ``['node1-ib',
+    'node2-ib']``. Raises ``ValueError`` on a malformed list."""
+    if scontrol:
+        hosts = _scontrol_hostnames(nodelist)
+        if hosts is not None:
+            return hosts
+    return parse_nodelist(nodelist)
+
+
+def _scontrol_hostnames(nodelist: str) -> Optional[List[str]]:
+    """``scontrol show hostnames NODELIST``, or ``None`` when scontrol is not
+    installed or fails."""
+    exe = shutil.which('scontrol')
+    if exe is None:
+        return None
+    try:
+        out = subprocess.run([exe, 'show', 'hostnames', nodelist], capture_output=True,
+                             text=True, timeout=30)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    hosts = out.stdout.split()
+    return hosts if out.returncode == 0 and hosts else None
+
+
+_RANGE = re.compile(r'(\d+)(?:-(\d+))?')
+
+
+def parse_nodelist(nodelist: str) -> List[str]:
+    """Expand a SLURM host list without SLURM.
+
+    Hosts are separated by commas outside brackets; each may hold several
+    bracket groups of comma-separated numbers and ranges, expanded with the
+    first group outermost and the width of each range's first number
+    (``'rack[1-2]-node[01-02]'`` -> ``rack1-node01 rack1-node02 rack2-node01
+    rack2-node02``; ``'n[8-10]'`` -> ``n8 n9 n10``; ``'n[08-10]'`` -> ``n08
+    n09 n10``). Raises ``ValueError`` on unbalanced brackets or a bad range."""
+    hosts: List[str] = []
+    depth, start = 0, 0
+    for i, ch in enumerate(nodelist + ','):
+        if ch == '[':
+            depth += 1
+            if depth > 1:
+                raise ValueError(f"nested '[' in host list {nodelist!r}")
+        elif ch == ']':
+            depth -= 1
+            if depth < 0:
+                raise ValueError(f"unbalanced ']' in host list {nodelist!r}")
+        elif ch == ',' and depth == 0:
+            expr = nodelist[start:i].strip()
+            if expr:
+                hosts.extend(_expand_host(expr, nodelist))
+            start = i + 1
+    if depth:
+        raise ValueError(f"unbalanced '[' in host list {nodelist!r}")
     return hosts
+
+
+def _expand_host(expr: str, nodelist: str) -> List[str]:
+    if '[' not in expr:
+        return [expr]
+    open_, close = expr.index('['), expr.index(']')
+    prefix, body, rest = expr[:open_], expr[open_ + 1:close], expr[close + 1:]
+    tails = _expand_host(rest, nodelist)
+    out = []
+    for part in body.split(','):
+        m = _RANGE.fullmatch(part.strip())
+        if m is None:
+            raise ValueError(f'bad range {part!r} in host list {nodelist!r}')
+        lo, hi = m.group(1), m.group(2) or m.group(1)
+        if int(hi) < int(lo):
+            raise ValueError(f'bad range {part!r} (start > end) in host list {nodelist!r}')
+        out.extend(f'{prefix}{i:0{len(lo)}d}{tail}'
+                   for i in range(int(lo), int(hi) + 1) for tail in tails)
+    return out
 
 
 def detect(launcher: str = 'auto',
@@ -111,8 +177,12 @@ def detect(launcher: str = 'auto',
                               'SLURM_NTASKS are not set: launch with `srun '
                               "--ntasks-per-node G python main.py ...`")
         return DistInfo()
-    nodes = env.get('SLURM_STEP_NODELIST') or env.get('SLURM_JOB_NODELIST', '')
-    hosts = expand_nodelist(nodes) if nodes else []
+    var = 'SLURM_STEP_NODELIST' if env.get('SLURM_STEP_NODELIST') else 'SLURM_JOB_NODELIST'
+    nodes = env.get(var, '')
+    try:
+        hosts = expand_nodelist(nodes) if nodes and not env.get('MASTER_ADDR') else []
+    except ValueError as err:
+        raise ConfigError(f'{var}: {err}; set MASTER_ADDR to the first host') from None
     job = env.get('SLURM_JOB_ID', '0')
     port = env.get('MASTER_PORT') or str(
         20000 + int(job) % 20000 if job.isdigit() else 29500)

@@ -1,10 +1,11 @@
-"""Per-run logging: ``logging.log``, ``<split>/stats.jsonl``, TensorBoard, W&B.
+"""Per-run logging: ``logging.log``, ``<split>/stats.json``, TensorBoard, W&B.
 
 A :class:`RunLogger` owns every output a run writes besides checkpoints:
 
-- one JSON object per epoch and split in ``<run dir>/<split>/stats.jsonl``
-  (``epoch``, ``loss``, the metrics, ``lr``, ``time_epoch`` in seconds,
-  ``params``); ``best.json`` with the best-validation epoch of every split;
+- one JSON object per line, per epoch and split, in
+  ``<run dir>/<split>/stats.json`` (:data:`STATS_FILE`, GraphGym's name and
+  format, so that GraphGym's ``agg_runs`` reads it: ``epoch``, ``loss``, the
+  metrics, ``lr``, ``time_epoch`` in seconds, ``params``); ``best.json`` with the best-validation epoch of every split;
 - one summary line per epoch on stdout and in ``<run dir>/logging.log``;
 - with ``tensorboard.use``: tensorboardX event files in the run directory
   (scalars ``<split>/<key>``, step = epoch);
@@ -30,6 +31,9 @@ from urllib.parse import urlparse
 from graphgps_ext.train.checkpoint import atomic_write_bytes, is_main_process
 
 SPLITS = ('train', 'val', 'test')
+#: Per-split stats file of a run (and of ``agg/``): one JSON object per line,
+#: GraphGym's name (``torch_geometric.graphgym.utils.agg_runs`` reads it).
+STATS_FILE = 'stats.json'
 LOGGER_NAME = 'graphgps_ext'
 
 
@@ -75,7 +79,7 @@ def write_json(path: str, obj: Any):
 
 
 def read_jsonl(path: str):
-    """The JSON objects of a ``stats.jsonl`` (skipping a torn last line)."""
+    """The JSON objects of a stats file, one per line (skipping a torn last line)."""
     out = []
     if not os.path.exists(path):
         return out
@@ -94,7 +98,7 @@ def read_jsonl(path: str):
 def truncate_stats(run_dir: str, last_epoch: int):
     """Drop the stats lines after ``last_epoch`` (resume from a checkpoint)."""
     for split in SPLITS:
-        path = os.path.join(run_dir, split, 'stats.jsonl')
+        path = os.path.join(run_dir, split, STATS_FILE)
         if not os.path.exists(path):
             continue
         keep = [r for r in read_jsonl(path) if r['epoch'] <= last_epoch]
@@ -182,7 +186,7 @@ class RunLogger:
         """Append ``records[split]`` to the stats files, log one line."""
         if self.main:
             for split, rec in records.items():
-                with open(os.path.join(self.run_dir, split, 'stats.jsonl'),
+                with open(os.path.join(self.run_dir, split, STATS_FILE),
                           'a') as f:
                     f.write(json.dumps(rec) + '\n')
                 scalars = {k: v for k, v in rec.items()

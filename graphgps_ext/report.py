@@ -8,27 +8,45 @@ Inputs (all plain files):
   the number (``=``: the row's own table; figures reuse their table's
   numbers); ``model``/``metric`` are ``-`` for runs without a published
   number (e.g. MNA-GT Figures 2-4); ``dataset`` is always given.
-- ``results/paper_numbers.csv``: ``paper table dataset model metric mean std
+- ``run/paper_numbers.csv``: ``paper table dataset model metric mean std
   seeds split unit note`` as printed in the papers (``unit`` ``%`` marks
   percentages; our metrics are fractions and are scaled to match).
 - ``results/<name>/<seed>/``: ``best.json`` (best-validation epoch with every
   split's stats), ``done`` (``epochs`` actually run), ``{train,val,test}/
-  stats.jsonl`` (per-epoch curves), ``config.yaml`` (resolved config). Only
-  seeds with ``done`` count; unfinished ones are reported as running.
-  Without seed folders, ``results/<name>/agg/`` of ``python -m
-  graphgps_ext.agg`` is used (``<split>/best.json``: ``<stat>``,
-  ``<stat>_std``, ``num_seeds``; ``<split>/stats.jsonl`` per epoch).
+  stats.json`` (per-epoch curves), ``config.yaml`` (resolved config),
+  ``data.json`` (the data as loaded; ``stand_in``). Only seeds with ``done``
+  count; unfinished ones are reported as running. Without seed folders,
+  ``results/<name>/agg/`` of ``python -m graphgps_ext.agg`` is used
+  (``<split>/best.json``: ``<stat>``, ``<stat>_std``, ``num_seeds``;
+  ``<split>/stats.json`` per epoch).
 
 Outputs: ``results/REPORT.md`` (one Markdown table per paper table: ours
 mean ± std, completed/planned seeds, the paper's mean ± std and seeds, the
-deviation :math:`(\mu_{ours} - \mu_{paper}) / \sigma_{paper}`, epochs run
-vs. the shipped config's ``optim.max_epoch``, and caveats: data stand-ins,
-values that differ from the shipped config) and ``results/<name>/agg/
-curves.png`` (mean ± std band over seeds of the loss and the selection
-metric per split and epoch).
+deviation :math:`(\mu_{ours} - \mu_{paper}) / \sigma_{paper}`, Welch's test
+of the two means and its verdict, epochs run vs. the shipped config's
+``optim.max_epoch``, and caveats: data stand-ins, values that differ from
+the shipped config), one verdict line per compared number on stdout, and
+``results/<name>/agg/curves.png`` (mean ± std band over seeds of the loss
+and the selection metric per split and epoch).
 
-Standard deviations are population standard deviations (``ddof=0``, as the
-GraphGPS aggregation) over seeds.
+**Consistency.** Our mean :math:`\bar x_1` over :math:`n_1` seeds and the
+paper's :math:`\bar x_2` over :math:`n_2` are compared with Welch's
+unequal-variance t-test (:func:`welch`):
+
+.. math:: t = \frac{\bar x_1 - \bar x_2}{\sqrt{s_1^2/n_1 + s_2^2/n_2}},
+   \qquad \nu = \frac{(s_1^2/n_1 + s_2^2/n_2)^2}
+   {\frac{(s_1^2/n_1)^2}{n_1 - 1} + \frac{(s_2^2/n_2)^2}{n_2 - 1}},
+
+two-sided :math:`p = 2\,P(T_\nu > |t|)`; *consistent* when
+:math:`p \ge 0.05`, *differs* otherwise. :math:`s_1` is our sample standard
+deviation (ours are stored with ``ddof=0`` and converted), :math:`s_2` the
+paper's as printed. A result trained for fewer epochs than the shipped
+config (the paper's setting) or on stand-in or reduced data is *not
+comparable*, whatever the test says; without two seeds on each side, or
+without the paper's std or seed count, there is no test.
+
+Standard deviations in the tables are population standard deviations
+(``ddof=0``, as the GraphGPS aggregation) over seeds.
 """
 import argparse
 import csv
@@ -44,7 +62,10 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 import yaml
-from graphgps_ext.logger import read_jsonl
+from graphgps_ext.config.load import config_name
+from graphgps_ext.logger import STATS_FILE, read_jsonl
+from graphgps_ext.sweep.plan import parse_seeds
+from graphgps_ext.train.checkpoint import atomic_write_bytes
 
 SPLITS = ('train', 'val', 'test')
 TSV_COLUMNS = ('paper', 'table', 'config', 'seeds', 'ref_table', 'dataset',
@@ -70,31 +91,6 @@ _IGNORED_KEYS = {'seed', 'out_dir', 'run_name', 'accelerator', 'train.auto_resum
 
 
 # --------------------------------------------------------------------------- inputs
-def parse_seeds(spec: str) -> List[int]:
-    """``'0-3,7'`` -> ``[0, 1, 2, 3, 7]`` (the syntax of ``run/sweep.sh``)."""
-    out: List[int] = []
-    for part in str(spec).split(','):
-        part = part.strip()
-        if not part:
-            continue
-        if '-' in part:
-            a, b = part.split('-', 1)
-            out.extend(range(int(a), int(b) + 1))
-        else:
-            out.append(int(part))
-    return sorted(set(out))
-
-
-def config_name(path: str) -> str:
-    """Results name of a config path (as :func:`graphgps_ext.config.load.config_name`)."""
-    parts = os.path.normpath(path).split(os.sep)
-    stem = os.path.splitext(parts[-1])[0]
-    if 'configs' in parts[:-1]:
-        i = len(parts) - 1 - parts[::-1].index('configs')
-        return '-'.join(parts[i + 1:-1] + [stem])
-    return stem
-
-
 def read_tables(path: str) -> List[Dict[str, str]]:
     """Rows of ``run/tables.tsv`` (``#`` lines are comments)."""
     rows = []
@@ -179,7 +175,7 @@ class SeedResult:
 class ConfigResults:
     """A config's results: its seed folders, and ``agg/`` (``python -m
     graphgps_ext.agg``: ``agg/<split>/best.json`` with ``<stat>``,
-    ``<stat>_std``, ``num_seeds``; ``agg/<split>/stats.jsonl`` per epoch),
+    ``<stat>_std``, ``num_seeds``; ``agg/<split>/stats.json`` per epoch),
     which is used when the seed folders are absent (e.g. only ``agg/`` was
     committed)."""
     name: str
@@ -211,7 +207,7 @@ def load_results(results_dir: str, name: str, curves: bool = True) -> Optional[C
         done_info = _read_json(done_path) if done else None
         stats = {}
         if curves or not done_info:
-            stats = {s: read_jsonl(os.path.join(path, s, 'stats.jsonl')) for s in SPLITS}
+            stats = {s: read_jsonl(os.path.join(path, s, STATS_FILE)) for s in SPLITS}
         epochs = None
         if isinstance(done_info, dict) and done_info.get('epochs') is not None:
             epochs = int(done_info['epochs'])
@@ -225,7 +221,7 @@ def load_results(results_dir: str, name: str, curves: bool = True) -> Optional[C
         best = _read_json(os.path.join(base, 'agg', split, 'best.json'))
         if isinstance(best, dict):
             agg[split] = best
-    agg_stats = {s: read_jsonl(os.path.join(base, 'agg', s, 'stats.jsonl'))
+    agg_stats = {s: read_jsonl(os.path.join(base, 'agg', s, STATS_FILE))
                  for s in SPLITS} if agg and (curves or not seeds) else {}
     if not seeds and not agg:
         return None
@@ -279,6 +275,79 @@ def fmt_pm(mean: float, std: Optional[float], decimals: int) -> str:
     if std is None or math.isnan(std):
         return f'{mean:.{decimals}f}'
     return f'{mean:.{decimals}f} ± {std:.{decimals}f}'
+
+
+# --------------------------------------------------------------------------- consistency
+#: Two-sided significance level of the consistency verdict.
+ALPHA = 0.05
+
+
+@dataclass
+class Welch:
+    """Welch's t-test of two means from their summaries."""
+    t: float
+    df: float
+    p: float
+
+    @property
+    def verdict(self) -> str:
+        return 'consistent' if self.p >= ALPHA else 'differs'
+
+
+def welch(mean1: float, std1: float, n1: int, mean2: float, std2: float, n2: int
+          ) -> Optional[Welch]:
+    """Welch's unequal-variance t-test of two means given as mean, *sample*
+    standard deviation (``ddof=1``) and count (two-sided p-value, see the
+    module docstring); ``None`` when a side has fewer than 2 samples or both
+    standard deviations are 0."""
+    from scipy.stats import t as student_t
+    if n1 < 2 or n2 < 2 or (std1 <= 0 and std2 <= 0):
+        return None
+    v1, v2 = std1 ** 2 / n1, std2 ** 2 / n2
+    t = (mean1 - mean2) / math.sqrt(v1 + v2)
+    df = (v1 + v2) ** 2 / (v1 ** 2 / (n1 - 1) + v2 ** 2 / (n2 - 1))
+    return Welch(t, df, float(2 * student_t.sf(abs(t), df)))
+
+
+def sample_std(population_std: float, n: int) -> float:
+    """The sample standard deviation (``ddof=1``) of ``n`` values from their
+    population one (``ddof=0``)."""
+    return population_std * math.sqrt(n / (n - 1)) if n > 1 else float('nan')
+
+
+def not_comparable(res: 'ConfigResults', shipped: Dict[str, Any], caveats: List[str]
+                   ) -> List[str]:
+    """Why a result cannot be compared with the paper's: fewer epochs than
+    the shipped config's ``optim.max_epoch`` (the paper's setting; with
+    early stopping, the run's own ``optim.max_epoch`` counts), stand-in or
+    reduced data."""
+    reasons = []
+    planned = flatten(shipped).get('optim.max_epoch')
+    runs = res.done
+    if runs:
+        # Epochs run, or the run's own max_epoch where early stopping ended it.
+        fewer = []
+        for s in runs:
+            flat = flatten(s.config)
+            ran = s.epochs
+            if (flat.get('train.early_stop_patience') or 0) > 0:
+                ran = flat.get('optim.max_epoch', ran)
+            if isinstance(ran, int) and isinstance(planned, int) and ran < planned:
+                fewer.append(ran)
+        if fewer:
+            reasons.append(f'{max(fewer)} of {planned} epochs')
+        if any((s.data_info or {}).get('stand_in') for s in runs):
+            reasons.append('stand-in data')
+    elif not res.seeds and res.agg_stats.get('train') and isinstance(planned, int):
+        ran = max(int(r['epoch']) for r in res.agg_stats['train']) + 1
+        if ran < planned:
+            reasons.append(f'{ran} of {planned} epochs')
+    for c in caveats:
+        if c.startswith('reduced data'):
+            reasons.append('reduced data')
+        elif 'stand-in' in c and 'not checked' not in c:  # data_caveats' wording
+            reasons.append('stand-in data')
+    return list(dict.fromkeys(reasons))
 
 
 # --------------------------------------------------------------------------- caveats
@@ -370,7 +439,7 @@ def plot_curves(res: ConfigResults, out_path: str, metric: Optional[str] = None)
     import matplotlib.pyplot as plt
 
     # Completed seeds only, unless none has finished yet (then: the running ones);
-    # without seed folders, agg/<split>/stats.jsonl (mean and std per epoch).
+    # without seed folders, agg/<split>/stats.json (mean and std per epoch).
     seeds = [s for s in res.seeds if any(s.stats.get(sp) for sp in SPLITS)]
     finished = [s for s in seeds if s.done]
     seeds = finished or seeds
@@ -456,6 +525,8 @@ class Row:
     epochs: str
     caveats: List[str]
     z: Optional[float] = None
+    welch_p: str = '—'
+    verdict: str = '—'
 
 
 def _epochs_text(res: ConfigResults, shipped: Dict[str, Any]) -> str:
@@ -513,18 +584,6 @@ def build_rows(tables: List[Dict[str, str]], numbers: Dict[Tuple[str, ...], Dict
             seeds = f'0/{planned}'
         pv = ps = dev = '—'
         z = None
-        if paper is not None:
-            pm, psd = _num(paper['mean']), _num(paper['std'])
-            pv = paper['mean'] + (f' ± {paper["std"]}' if paper['std'] else '')
-            if paper.get('unit') == '%':
-                pv += ' %'
-            ps = paper['seeds'] or '?'
-            if mean is not None and pm is not None:
-                if psd:
-                    z = (mean * scale - pm) / psd
-                    dev = f'{z:+.1f}'
-                else:
-                    dev = f'Δ {mean * scale - pm:+.{dec}f} (no std)'
         shipped = shipped_config(os.path.join(repo_root, t['config']))
         caveats = []
         if res is not None:
@@ -535,13 +594,40 @@ def build_rows(tables: List[Dict[str, str]], numbers: Dict[Tuple[str, ...], Dict
             diffs = sorted({d for s in done for d in config_differences(shipped, s.config)})
             if diffs:
                 caveats.append('changed: ' + '; '.join(diffs))
+        welch_p = verdict = '—'
+        if paper is not None:
+            pm, psd = _num(paper['mean']), _num(paper['std'])
+            pn = int(paper['seeds']) if (paper['seeds'] or '').isdigit() else None
+            pv = paper['mean'] + (f' ± {paper["std"]}' if paper['std'] else '')
+            if paper.get('unit') == '%':
+                pv += ' %'
+            ps = paper['seeds'] or '?'
+            if mean is not None and pm is not None:
+                if psd:
+                    z = (mean * scale - pm) / psd
+                    dev = f'{z:+.1f}'
+                else:
+                    dev = f'Δ {mean * scale - pm:+.{dec}f} (no std)'
+                test = (welch(mean * scale, sample_std(std * scale, n), n, pm, psd, pn)
+                        if psd is not None and pn is not None else None)
+                if test is not None:
+                    welch_p = f'{test.p:.2g}'
+                reasons = not_comparable(res, shipped, caveats)
+                if reasons:
+                    verdict = 'not comparable: ' + ', '.join(reasons)
+                elif test is not None:
+                    verdict = test.verdict
+                else:
+                    verdict = 'no test: ' + ('1 seed' if n < 2 else
+                                             'paper std or seeds not given')
         if paper is not None and paper.get('note'):
             caveats.append('paper: ' + paper['note'])
         rows.append(Row(t['paper'], t['table'], t['config'], name, t['dataset'],
                         t['model'] if t['model'] not in ('', '-') else name,
                         f'{metric or "?"}' + (f' ({t["split"]})' if t['split'] != 'test' else ''),
                         t['split'], ours, seeds, pv, ps, dev,
-                        _epochs_text(res, shipped) if res is not None else '—', caveats, z))
+                        _epochs_text(res, shipped) if res is not None else '—', caveats, z,
+                        welch_p, verdict))
     return rows
 
 
@@ -567,10 +653,15 @@ def render(rows: List[Row], extra: List[Tuple[str, str]], results_dir: str,
         'metric at the best-validation epoch; accuracies in % where the paper prints %.',
         '- **seeds**: completed / planned by `run/tables.tsv`; **Δ/σ**: (ours − paper) / '
         'paper std (sign: ours above the paper is +, for every metric).',
+        f'- **Welch p**, **verdict**: Welch\'s t-test of our mean against the paper\'s '
+        f'(our sample std, the paper\'s std and seeds as printed): *consistent* when '
+        f'p ≥ {ALPHA}, *differs* otherwise; *not comparable* when the run had fewer epochs '
+        'than the shipped config or stand-in / reduced data; *no test* without 2 seeds on '
+        'each side or the paper\'s std and seed count.',
         '- **epochs**: epochs actually run / the shipped config\'s `optim.max_epoch` '
         '(fewer means a reduced protocol; the numbers are then not comparable).',
         '- **caveats**: data stand-ins, values changed from the shipped config '
-        '(overrides), and the paper\'s own notes (from `results/paper_numbers.csv`).',
+        '(overrides), and the paper\'s own notes (from `run/paper_numbers.csv`).',
         '',
     ]
     by_paper: Dict[str, Dict[str, List[Row]]] = {}
@@ -585,15 +676,16 @@ def render(rows: List[Row], extra: List[Tuple[str, str]], results_dir: str,
         for table in sorted(by_paper[paper], key=_table_sort_key):
             lines += [f'### {paper} {table}', '',
                       '| dataset | model | config | metric | ours | seeds | paper | '
-                      'paper seeds | Δ/σ | epochs | caveats |',
-                      '|---|---|---|---|---|---|---|---|---|---|---|']
+                      'paper seeds | Δ/σ | Welch p | verdict | epochs | caveats |',
+                      '|---|---|---|---|---|---|---|---|---|---|---|---|---|']
             for r in by_paper[paper][table]:
                 curve = os.path.join(results_dir, r.name, 'agg', 'curves.png')
                 cfg = f'`{r.name}`' + (f' ([curves]({os.path.relpath(curve, results_dir)}))'
                                        if os.path.exists(curve) else '')
                 lines.append('| ' + ' | '.join(esc(x) for x in (
                     r.dataset, r.model, cfg, r.metric, r.ours, r.seeds, r.paper_value,
-                    r.paper_seeds, r.deviation, r.epochs, '; '.join(r.caveats) or '—')) + ' |')
+                    r.paper_seeds, r.deviation, r.welch_p, r.verdict, r.epochs,
+                    '; '.join(r.caveats) or '—')) + ' |')
             lines.append('')
     if extra:
         lines += ['## Other results (configs not in `run/tables.tsv`)', '',
@@ -624,11 +716,34 @@ def _other_results(results_dir: str, known: Sequence[str]) -> List[Tuple[str, st
 
 
 def make_report(results_dir: str = 'results', tables_path: str = 'run/tables.tsv',
-                numbers_path: str = 'results/paper_numbers.csv',
+                numbers_path: str = 'run/paper_numbers.csv',
                 out_path: Optional[str] = None, repo_root: str = '.',
                 curves: bool = True, papers: Optional[Sequence[str]] = None,
                 include_missing: bool = False) -> str:
     """Write the report (and curves); returns the Markdown text."""
+    return write_report(results_dir, tables_path, numbers_path, out_path, repo_root,
+                        curves, papers, include_missing)[0]
+
+
+def verdict_lines(rows: List[Row]) -> List[str]:
+    """One line per result compared with a paper's number."""
+    out = []
+    for r in rows:
+        if r.verdict == '—':
+            continue
+        out.append(f'{r.paper} {r.table} {r.dataset} {r.model} ({r.name}) {r.metric}: '
+                   f'ours {r.ours} [{r.seeds} seeds] vs paper {r.paper_value} '
+                   f'[{r.paper_seeds}]: {r.verdict}'
+                   + (f' (Welch p = {r.welch_p})' if r.welch_p != '—' else ''))
+    return out
+
+
+def write_report(results_dir: str = 'results', tables_path: str = 'run/tables.tsv',
+                 numbers_path: str = 'run/paper_numbers.csv',
+                 out_path: Optional[str] = None, repo_root: str = '.',
+                 curves: bool = True, papers: Optional[Sequence[str]] = None,
+                 include_missing: bool = False) -> Tuple[str, List[Row]]:
+    """:func:`make_report`, returning the Markdown text and the table rows."""
     tables = read_tables(tables_path)
     if papers:
         unknown = sorted(set(papers) - {t['paper'] for t in tables})
@@ -653,9 +768,9 @@ def make_report(results_dir: str = 'results', tables_path: str = 'run/tables.tsv
     text = render(rows, extra, results_dir, len(names_with_results))
     out_path = out_path or os.path.join(results_dir, 'REPORT.md')
     os.makedirs(os.path.dirname(out_path) or '.', exist_ok=True)
-    with open(out_path, 'w') as f:
-        f.write(text + '\n')
-    return text
+    data = (text + '\n').encode()
+    atomic_write_bytes(out_path, lambda f: f.write(data))
+    return text, rows
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
@@ -667,7 +782,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     p.add_argument('--tables', default='run/tables.tsv',
                    help='paper/table -> config mapping (default run/tables.tsv)')
     p.add_argument('--numbers', default=None,
-                   help='published numbers (default <results>/paper_numbers.csv)')
+                   help='published numbers (default paper_numbers.csv beside --tables)')
     p.add_argument('--out', default=None, help='output file (default <results>/REPORT.md)')
     p.add_argument('--root', default='.', help='repository root holding configs/ (default .)')
     p.add_argument('--paper', action='append', default=None,
@@ -676,14 +791,17 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                    help='also list the planned runs that have no result yet')
     p.add_argument('--no-curves', action='store_true', help='do not draw curves.png')
     args = p.parse_args(argv)
-    numbers = args.numbers or os.path.join(args.results, 'paper_numbers.csv')
+    numbers = args.numbers or os.path.join(os.path.dirname(args.tables) or '.',
+                                           'paper_numbers.csv')
     try:
-        make_report(args.results, args.tables, numbers, args.out, args.root,
-                    curves=not args.no_curves, papers=args.paper,
-                    include_missing=args.all)
+        _, rows = write_report(args.results, args.tables, numbers, args.out, args.root,
+                               curves=not args.no_curves, papers=args.paper,
+                               include_missing=args.all)
     except (OSError, ValueError) as err:
         print(f'report: error: {err}', file=sys.stderr)
         return 2
+    for line in verdict_lines(rows):
+        print(line)
     print(f'wrote {args.out or os.path.join(args.results, "REPORT.md")}')
     return 0
 

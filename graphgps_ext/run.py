@@ -4,7 +4,7 @@
 
     config.yaml          fully resolved config
     logging.log          the run's log
-    {train,val,test}/stats.jsonl
+    {train,val,test}/stats.json  one JSON object per line (GraphGym's name)
     best.json            best-validation epoch and every split's stats there
     ckpt/last.pt         resumable state (rewritten each epoch)
     ckpt/best.pt         weights of the best epoch

@@ -17,7 +17,7 @@ two machine-read lines checked by ``tests/test_configs.py``:
 optionally ``# tolerance: 0.10 (reason)`` when the count cannot be matched
 within 5 %. ``run/tables.tsv`` lists, per paper table or figure, the configs,
 their seeds and the published number each is compared with
-(``results/paper_numbers.csv``).
+(``run/paper_numbers.csv``).
 """
 import argparse
 import copy

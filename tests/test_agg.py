@@ -1,18 +1,25 @@
-"""``python -m graphgps_ext.agg`` on hand-written seed folders."""
+"""``python -m graphgps_ext.agg`` on hand-written seed folders; seeds of
+different configs; concurrent aggregations with readers; GraphGym's
+``agg_runs`` on a results folder made by ``main.py``."""
 import json
 import os
+import subprocess
+import sys
+import time
 
 import pytest
 
-from graphgps_ext.agg import aggregate, main
-from graphgps_ext.logger import read_jsonl
+from graphgps_ext.agg import MixedRunsError, aggregate, main
+from graphgps_ext.logger import STATS_FILE, read_jsonl
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
-def write_seed(root, seed, accs, best_epoch, done=True):
+def write_seed(root, seed, accs, best_epoch, done=True, fingerprint=None, identity=None):
     run = root / str(seed)
     for split in ('train', 'val', 'test'):
         (run / split).mkdir(parents=True)
-        with open(run / split / 'stats.jsonl', 'w') as f:
+        with open(run / split / STATS_FILE, 'w') as f:
             for epoch, acc in enumerate(accs):
                 f.write(json.dumps({'epoch': epoch, 'loss': 1.0 - acc,
                                     'accuracy': acc, 'lr': 0.1,
@@ -24,7 +31,10 @@ def write_seed(root, seed, accs, best_epoch, done=True):
                        'accuracy': accs[best_epoch], 'params': 42}
     (run / 'best.json').write_text(json.dumps(best))
     if done:
-        (run / 'done').write_text('{}')
+        marker = {'epochs': len(accs)}
+        if fingerprint:
+            marker.update(fingerprint=fingerprint, identity=identity or {})
+        (run / 'done').write_text(json.dumps(marker))
 
 
 def test_mean_std_at_best_epochs_and_unfinished_seed(tmp_path, capsys):
@@ -44,7 +54,7 @@ def test_mean_std_at_best_epochs_and_unfinished_seed(tmp_path, capsys):
     assert best['epoch'] == pytest.approx(1.5)
     assert best['num_seeds'] == 2 and best['seeds'] == [0, 1]
     assert best['params'] == 42
-    rows = read_jsonl(str(root / 'agg' / 'val' / 'stats.jsonl'))
+    rows = read_jsonl(str(root / 'agg' / 'val' / STATS_FILE))
     assert [r['epoch'] for r in rows] == [0, 1, 2]
     assert rows[2]['accuracy'] == pytest.approx(0.75)
     assert rows[2]['accuracy_std'] == pytest.approx(0.15)
@@ -70,3 +80,132 @@ def test_nothing_to_aggregate(tmp_path, capsys):
     assert main([str(root)]) == 1
     assert 'no finished seed' in capsys.readouterr().out
     assert main([str(tmp_path / 'absent')]) == 1
+
+
+def test_nothing_new_leaves_agg_as_it_was(tmp_path, capsys):
+    root = tmp_path / 'kept'
+    write_seed(root, 0, [0.5, 0.7], best_epoch=1)
+    assert main([str(root)]) == 0
+    best = (root / 'agg' / 'test' / 'best.json').read_text()
+    (root / '0' / 'done').unlink()  # the seed is no longer finished
+    assert main([str(root)]) == 1
+    assert 'agg left as it was' in capsys.readouterr().out
+    assert (root / 'agg' / 'test' / 'best.json').read_text() == best
+
+
+def test_seeds_of_different_configs_are_never_mixed(tmp_path, capsys):
+    root = tmp_path / 'mixed'
+    write_seed(root, 0, [0.5, 0.7], 1, fingerprint='aaaa', identity={'optim.base_lr': 0.001})
+    write_seed(root, 1, [0.4, 0.6], 1, fingerprint='aaaa', identity={'optim.base_lr': 0.001})
+    write_seed(root, 2, [0.9, 0.1], 0, fingerprint='bbbb', identity={'optim.base_lr': 0.0005})
+    with pytest.raises(MixedRunsError, match=r'optim.base_lr 0.001 -> 0.0005'):
+        aggregate(str(root))
+    assert main([str(root)]) == 2
+    err = capsys.readouterr().err
+    assert 'seeds [0, 1] (aaaa)' in err and 'seeds [2] (bbbb)' in err
+    assert not (root / 'agg').exists()
+    assert main([str(root), '--fingerprint', 'aaaa']) == 0
+    out = capsys.readouterr().out
+    assert 'finished with another config (not aggregated): [2]' in out
+    best = json.loads((root / 'agg' / 'test' / 'best.json').read_text())
+    assert best['seeds'] == [0, 1] and best['accuracy'] == pytest.approx(0.65)
+
+
+READER_SECONDS = 2.0
+AGG_LOOP = '''
+import sys, time
+from graphgps_ext.agg import aggregate
+root, seconds = sys.argv[1], float(sys.argv[2])
+print('ready', flush=True)
+sys.stdin.readline()
+n, end = 0, time.time() + seconds
+while time.time() < end:
+    aggregate(root)
+    n += 1
+print(n)
+'''
+
+
+def test_concurrent_aggregations_and_readers(tmp_path):
+    """Three processes aggregate one folder in a loop while this one reads
+    the files: every call succeeds and every read finds a whole file."""
+    root = tmp_path / 'busy'
+    for seed in range(3):
+        write_seed(root, seed, [0.01 * ((e * (seed + 3)) % 97) for e in range(300)],
+                   best_epoch=7)
+    aggregate(str(root))
+    expected = {split: (root / 'agg' / split / STATS_FILE).read_text()
+                for split in ('train', 'val', 'test')}
+    env = dict(os.environ, PYTHONPATH=ROOT, OMP_NUM_THREADS='1')
+    procs = [subprocess.Popen([sys.executable, '-c', AGG_LOOP, str(root),
+                               str(READER_SECONDS)], stdin=subprocess.PIPE,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                              text=True, env=env) for _ in range(3)]
+    for p in procs:  # start the loops together, after the imports
+        assert p.stdout.readline().strip() == 'ready'
+    for p in procs:
+        p.stdin.write('go\n')
+        p.stdin.flush()
+    reads = bad = 0
+    end = time.time() + READER_SECONDS
+    while time.time() < end:
+        for split in ('train', 'val', 'test'):
+            for name in (STATS_FILE, 'best.json'):
+                with open(root / 'agg' / split / name) as f:
+                    text = f.read()
+                reads += 1
+                if name == STATS_FILE:
+                    bad += text != expected[split]
+                else:
+                    bad += json.loads(text)['num_seeds'] != 3
+    calls = 0
+    for p in procs:
+        out, err = p.communicate(timeout=60)
+        assert p.returncode == 0, err[-2000:]
+        calls += int(out.split()[-1])
+    assert calls >= 3 and reads > 100
+    assert bad == 0
+    assert sorted(os.listdir(root / 'agg' / 'val')) == ['best.json', STATS_FILE]
+
+
+@pytest.fixture(scope='module')
+def quick_results(tmp_path_factory):
+    """Two seeds of the quick start config (2 epochs, 200 graphs) by main.py."""
+    tmp = tmp_path_factory.mktemp('quick')
+    env = dict(os.environ, PYTHONPATH=ROOT, OMP_NUM_THREADS='1', WANDB_MODE='disabled')
+    proc = subprocess.run(
+        [sys.executable, os.path.join(ROOT, 'main.py'), '--cfg',
+         os.path.join(ROOT, 'configs', 'quickstart.yaml'), '--repeat', '2',
+         'optim.max_epoch', '2', 'dataset.max_graphs', '200',
+         'dataset.dir', str(tmp / 'datasets'), 'out_dir', str(tmp / 'results'),
+         'accelerator', 'cpu'],
+        cwd=tmp, env=env, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    return tmp / 'results' / 'quickstart'
+
+
+def test_graphgym_agg_runs_reads_our_results(quick_results):
+    """GraphGym's own aggregation reads the seed folders main.py writes, and
+    agrees with ours; ours writes its files back afterwards."""
+    from torch_geometric.graphgym.config import cfg, set_cfg
+    from torch_geometric.graphgym.utils.agg_runs import agg_runs
+
+    root = str(quick_results)
+    assert main([root]) == 0
+    ours = {s: json.loads((quick_results / 'agg' / s / 'best.json').read_text())
+            for s in ('train', 'val', 'test')}
+    set_cfg(cfg)  # GraphGym's defaults: metric_agg argmax (accuracy), round 4
+    cfg.tensorboard_agg = False
+    agg_runs(root, 'accuracy')
+    for split in ('train', 'val'):
+        theirs = json.loads((quick_results / 'agg' / split / 'best.json').read_text())
+        assert theirs['accuracy'] == pytest.approx(ours[split]['accuracy'], abs=1e-4)
+        assert theirs['loss'] == pytest.approx(ours[split]['loss'], abs=1e-4)
+        curve = read_jsonl(str(quick_results / 'agg' / split / STATS_FILE))
+        assert [r['epoch'] for r in curve] == [0, 1]
+    # agg/test is ours, untouched; a second run of ours restores train/val.
+    assert json.loads((quick_results / 'agg' / 'test' / 'best.json').read_text()) == ours['test']
+    assert main([root]) == 0
+    for split in ('train', 'val'):
+        again = json.loads((quick_results / 'agg' / split / 'best.json').read_text())
+        assert again == ours[split]

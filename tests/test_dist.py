@@ -27,12 +27,42 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 # ------------------------------------------------------------------ environment
-def test_expand_nodelist():
-    assert dist.expand_nodelist('gpu[01-03,7],login1') == [
-        'gpu01', 'gpu02', 'gpu03', 'gpu7', 'login1']
-    assert dist.expand_nodelist('n5') == ['n5']
-    assert dist.expand_nodelist('a[9-10],b[1]') == ['a9', 'a10', 'b1']
-    assert dist.expand_nodelist('a[08-10]') == ['a08', 'a09', 'a10']
+@pytest.mark.parametrize('nodelist,hosts', [
+    ('n5', ['n5']),
+    ('gpu[01-03,7],login1', ['gpu01', 'gpu02', 'gpu03', 'gpu7', 'login1']),
+    ('a[9-10],b[1]', ['a9', 'a10', 'b1']),
+    ('a[08-10]', ['a08', 'a09', 'a10']),          # zero padding: width of the start
+    ('n[098-100]', ['n098', 'n099', 'n100']),
+    ('node[1-2]-ib', ['node1-ib', 'node2-ib']),   # suffix after the brackets
+    ('rack[1-2]-node[01-02]', ['rack1-node01', 'rack1-node02',
+                               'rack2-node01', 'rack2-node02']),  # first group outermost
+    ('a,b[1-2]-x,c', ['a', 'b1-x', 'b2-x', 'c']),
+    ('', []),
+])
+def test_parse_nodelist_slurm_forms(nodelist, hosts):
+    assert dist.parse_nodelist(nodelist) == hosts
+    assert dist.expand_nodelist(nodelist, scontrol=False) == hosts
+
+
+@pytest.mark.parametrize('bad', ['n[1-', 'n]1', 'n[a]', 'n[3-1]', 'n[[1]]'])
+def test_parse_nodelist_errors(bad):
+    with pytest.raises(ValueError, match='host list'):
+        dist.parse_nodelist(bad)
+    with pytest.raises(ConfigError, match='SLURM_STEP_NODELIST'):
+        dist.detect('auto', {'SLURM_PROCID': '0', 'SLURM_STEP_NUM_TASKS': '2',
+                             'SLURM_STEP_NODELIST': bad})
+
+
+def test_expand_nodelist_prefers_scontrol(tmp_path, monkeypatch):
+    fake = tmp_path / 'scontrol'
+    fake.write_text('#!/bin/sh\n[ "$1 $2" = "show hostnames" ] || exit 1\n'
+                    'echo "from-scontrol-$3"\n')
+    fake.chmod(0o755)
+    monkeypatch.setenv('PATH', f'{tmp_path}:{os.environ["PATH"]}')
+    assert dist.expand_nodelist('node[1-2]') == ['from-scontrol-node[1-2]']
+    assert dist.expand_nodelist('node[1-2]', scontrol=False) == ['node1', 'node2']
+    fake.write_text('#!/bin/sh\nexit 1\n')  # scontrol fails: the parser answers
+    assert dist.expand_nodelist('node[1-2]') == ['node1', 'node2']
 
 
 def test_detect_launchers():
@@ -275,9 +305,9 @@ SMALL = ['dataset.tree_depth', '2', 'dataset.max_graphs', '90',
 
 
 def _stats(run_dir):
-    from graphgps_ext.logger import read_jsonl
+    from graphgps_ext.logger import STATS_FILE, read_jsonl
     return {s: [{k: v for k, v in r.items() if k != 'time_epoch'}
-                for r in read_jsonl(os.path.join(run_dir, s, 'stats.jsonl'))]
+                for r in read_jsonl(os.path.join(run_dir, s, STATS_FILE))]
             for s in ('train', 'val', 'test')}
 
 

@@ -3,12 +3,12 @@ import glob
 import json
 import os
 
-from graphgps_ext.logger import has_wandb_key, read_jsonl, truncate_stats
+from graphgps_ext.logger import STATS_FILE, has_wandb_key, read_jsonl, truncate_stats
 
 
 def test_truncate_stats_and_torn_line(tmp_path):
     (tmp_path / 'train').mkdir()
-    path = tmp_path / 'train' / 'stats.jsonl'
+    path = tmp_path / 'train' / STATS_FILE
     path.write_text(''.join(json.dumps({'epoch': e}) + '\n' for e in range(5)) + '{"epo')
     assert len(read_jsonl(str(path))) == 5
     truncate_stats(str(tmp_path), 2)

@@ -12,7 +12,7 @@ import sys
 
 import pytest
 
-from graphgps_ext.logger import read_jsonl
+from graphgps_ext.logger import STATS_FILE, read_jsonl
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 MAIN = os.path.join(ROOT, 'main.py')
@@ -47,7 +47,7 @@ def run_main(tmp, cfg_file, *args, check=True):
 
 def stats(run_dir):
     return {s: [{k: v for k, v in r.items() if k != 'time_epoch'}
-                for r in read_jsonl(os.path.join(run_dir, s, 'stats.jsonl'))]
+                for r in read_jsonl(os.path.join(run_dir, s, STATS_FILE))]
             for s in ('train', 'val', 'test')}
 
 
@@ -72,16 +72,16 @@ def three_seeds(work):
 
 def test_results_layout_and_learning(three_seeds):
     work, proc = three_seeds
-    assert not (work / 'sweep.yaml').exists() and (work / 'sweep.yaml.done').exists()
+    assert not (work / 'sweep.yaml').exists() and (work / 'sweep.yaml_done').exists()
     for seed in range(3):
         run = work / 'full' / 'quick' / str(seed)
         for name in ('config.yaml', 'logging.log', 'best.json', 'done', 'ckpt/last.pt',
-                     'ckpt/best.pt', 'train/stats.jsonl', 'val/stats.jsonl',
-                     'test/stats.jsonl', 'split_indices.pt', 'data.json'):
+                     'ckpt/best.pt', f'train/{STATS_FILE}', f'val/{STATS_FILE}',
+                     f'test/{STATS_FILE}', 'split_indices.pt', 'data.json'):
             assert (run / name).exists(), f'{run}/{name}'
         data = json.loads((run / 'data.json').read_text())
         assert data['name'] == 'TreeNeighbourMatch' and data['stand_in'] is False
-        train = read_jsonl(str(run / 'train' / 'stats.jsonl'))
+        train = read_jsonl(str(run / 'train' / STATS_FILE))
         assert len(train) == 10
         assert set(train[0]) >= {'epoch', 'loss', 'accuracy', 'lr', 'time_epoch', 'params'}
         assert train[-1]['loss'] < train[0]['loss']  # it learns

@@ -7,9 +7,10 @@ import os
 import pytest
 
 from graphgps_ext import report
+from graphgps_ext.logger import STATS_FILE
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-NUMBERS = os.path.join(ROOT, 'results', 'paper_numbers.csv')
+NUMBERS = os.path.join(ROOT, 'run', 'paper_numbers.csv')
 TABLES = os.path.join(ROOT, 'run', 'tables.tsv')
 
 
@@ -109,7 +110,7 @@ def _write_seed(root, name, seed, test_metric, epochs=5, done=True, metric='mae'
     d = root / name / str(seed)
     for split in ('train', 'val', 'test'):
         (d / split).mkdir(parents=True)
-        with open(d / split / 'stats.jsonl', 'w') as f:
+        with open(d / split / STATS_FILE, 'w') as f:
             for e in range(epochs):
                 f.write(json.dumps({'epoch': e, 'loss': 1.0 / (e + 1) + 0.01 * seed,
                                     metric: test_metric + 0.1 * (epochs - e)}) + '\n')
@@ -172,19 +173,21 @@ def test_report_on_synthetic_results(synthetic):
     assert cells[5] == '3/4 (+1 running)'
     assert cells[6] == '0.193 ± 0.001'
     assert cells[8] == '+27.0'
-    assert cells[9] == '5 / 1000'
-    assert 'changed: optim.max_epoch 5 (config 1000)' in cells[10]
-    assert 'ZINC train split' in cells[10]
+    assert cells[11] == '5 / 1000'
+    assert 'changed: optim.max_epoch 5 (config 1000)' in cells[12]
+    assert 'ZINC train split' in cells[12]
+    # Welch: ours 0.22, sample std 0.02, n 3 against 0.193 ± 0.001 (seeds not printed)
+    assert cells[9] == '—' and cells[10] == 'not comparable: 5 of 1000 epochs'
     mnist = [c.strip() for c in next(v for k, v in lines.items() if 'geaet-mnist' in k)
              .split('|')[1:-1]]
     # accuracy fractions are scaled to the paper's percent
     assert mnist[4] == '98.500 ± 0.500' and mnist[6] == '98.513 ± 0.086 %'
     assert mnist[8] == f'{(98.5 - 98.513) / 0.086:+.1f}'
-    assert mnist[9] == '4 / 150'
+    assert mnist[11] == '4 / 150'
     hops = [c.strip() for c in next(v for k, v in lines.items() if 'mna-nci1-hops2' in k)
             .split('|')[1:-1]]
     assert hops[1] == 'MNA-GT hops=2' and hops[6] == '—' and hops[4] == '80.00 ± 0.00'
-    assert 'random 8:1:1 split per seed' in hops[10]
+    assert 'random 8:1:1 split per seed' in hops[12] and hops[10] == '—'
     assert 'gt-zinc' not in text  # nothing run: left out unless --all
     assert '`my-experiment`' in text  # other results section
     png = synthetic / 'results' / 'geaet-zinc-gin-geanet' / 'agg' / 'curves.png'
@@ -217,7 +220,8 @@ def test_report_from_aggregate_only(synthetic):
                               repo_root=str(synthetic), papers=['geaet'])
     row = next(ln for ln in text.splitlines() if 'geaet-zinc-gin-geanet' in ln)
     cells = [c.strip() for c in row.split('|')[1:-1]]
-    assert cells[4] == '0.220 ± 0.016' and cells[5] == '3/4' and cells[9] == '5 / 1000'
+    assert cells[4] == '0.220 ± 0.016' and cells[5] == '3/4' and cells[11] == '5 / 1000'
+    assert cells[10] == 'not comparable: 5 of 1000 epochs'
     assert (root / 'agg' / 'curves.png').read_bytes()[:4] == b'\x89PNG'
 
 
@@ -233,3 +237,82 @@ def test_report_errors(synthetic, tmp_path):
     with pytest.raises(ValueError, match='not in paper_numbers.csv'):
         report.make_report(str(synthetic / 'results'), str(unknown), NUMBERS,
                            repo_root=str(synthetic), curves=False)
+
+
+# --------------------------------------------------------------------------- consistency
+# Welch's worked example (two samples of 15; t = -2.46, df = 24.99, p = 0.021).
+A1 = [27.5, 21.0, 19.0, 23.6, 17.0, 17.9, 16.9, 20.1, 21.9, 22.6, 23.1, 19.6, 19.0, 21.7, 21.4]
+A2 = [27.1, 22.0, 20.8, 23.4, 23.4, 23.5, 25.8, 22.0, 24.8, 20.2, 21.9, 22.1, 22.9, 20.5, 24.4]
+
+
+def test_welch_known_values():
+    import numpy as np
+    res = report.welch(np.mean(A1), np.std(A1, ddof=1), 15, np.mean(A2), np.std(A2, ddof=1), 15)
+    assert res.t == pytest.approx(-2.4554, abs=1e-4)
+    assert res.df == pytest.approx(24.9885, abs=1e-3)
+    assert res.p == pytest.approx(0.02138, abs=1e-5)
+    assert res.verdict == 'differs'
+    # The population std of our seeds is converted: same answer from ddof=0.
+    s1 = report.sample_std(float(np.std(A1)), 15)
+    assert s1 == pytest.approx(np.std(A1, ddof=1))
+    # Unequal sizes and variances, by hand: t = (10 - 9) / sqrt(4/5 + 1/10).
+    res = report.welch(10.0, 2.0, 5, 9.0, 1.0, 10)
+    assert res.t == pytest.approx(1 / (0.9 ** 0.5))
+    assert res.df == pytest.approx(0.81 / (0.8 ** 2 / 4 + 0.1 ** 2 / 9))
+    assert res.p == pytest.approx(0.33984, abs=1e-5) and res.verdict == 'consistent'
+    from scipy.stats import ttest_ind_from_stats
+    assert res.p == pytest.approx(ttest_ind_from_stats(10, 2, 5, 9, 1, 10, equal_var=False).pvalue)
+    assert report.welch(1.0, 0.1, 1, 1.0, 0.1, 4) is None  # one seed: no test
+
+
+def test_verdicts_consistent_differs_and_not_comparable(synthetic):
+    """Full-protocol results get a verdict; stand-in data are not comparable."""
+    cfg = synthetic / 'configs' / 'geaet' / 'zinc-gin-geanet.yaml'
+    cfg.write_text('optim:\n  max_epoch: 5\n  base_lr: 0.001\n')  # the runs' protocol
+    tables = str(synthetic / 'run' / 'tables.tsv')
+    res = str(synthetic / 'results')
+    numbers = synthetic / 'numbers.csv'
+    with open(NUMBERS) as f:
+        text = f.read()
+    # Paper: ZINC GIN+GEANet 0.193 ± 0.001 over 4 seeds; MNIST as printed.
+    numbers.write_text(text.replace('geaet,table3,ZINC,GIN+GEANet,mae,0.193,0.001,,',
+                                    'geaet,table3,ZINC,GIN+GEANet,mae,0.215,0.01,4,'))
+    assert 'GIN+GEANet,mae,0.215' in numbers.read_text()
+    _, rows = report.write_report(res, tables, str(numbers), repo_root=str(synthetic),
+                                  curves=False, papers=['geaet'])
+    zinc = next(r for r in rows if r.name == 'geaet-zinc-gin-geanet')
+    # ours 0.22, 0.02 (ddof=1), 3 seeds vs 0.215 ± 0.01 over 4: consistent.
+    expected = report.welch(0.22, 0.02, 3, 0.215, 0.01, 4)
+    assert zinc.welch_p == f'{expected.p:.2g}' and zinc.verdict == 'consistent'
+    mnist = next(r for r in rows if r.name == 'geaet-mnist')
+    assert mnist.verdict == 'not comparable: 4 of 150 epochs'
+    # A stand-in train split (data.json) makes the ZINC result not comparable.
+    for seed in (0, 1, 2):
+        (synthetic / 'results' / 'geaet-zinc-gin-geanet' / str(seed) / 'data.json').write_text(
+            json.dumps({'stand_in': True}))
+    _, rows = report.write_report(res, tables, str(numbers), repo_root=str(synthetic),
+                                  curves=False, papers=['geaet'])
+    zinc = next(r for r in rows if r.name == 'geaet-zinc-gin-geanet')
+    assert zinc.verdict == 'not comparable: stand-in data'
+    # Far from the paper: differs.
+    numbers.write_text(text.replace('geaet,table3,ZINC,GIN+GEANet,mae,0.193,0.001,,',
+                                    'geaet,table3,ZINC,GIN+GEANet,mae,0.120,0.01,4,'))
+    for seed in (0, 1, 2):
+        (synthetic / 'results' / 'geaet-zinc-gin-geanet' / str(seed) / 'data.json').unlink()
+    _, rows = report.write_report(res, tables, str(numbers), repo_root=str(synthetic),
+                                  curves=False, papers=['geaet'])
+    zinc = next(r for r in rows if r.name == 'geaet-zinc-gin-geanet')
+    assert zinc.verdict == 'differs' and float(zinc.welch_p) < 0.05
+    lines = report.verdict_lines(rows)
+    assert any('geaet-zinc-gin-geanet' in ln and ': differs (Welch p = ' in ln for ln in lines)
+
+
+def test_main_prints_verdicts_and_reads_numbers_beside_tables(synthetic, capsys):
+    import shutil
+    shutil.copy(NUMBERS, synthetic / 'run' / 'paper_numbers.csv')
+    assert report.main(['--results', str(synthetic / 'results'),
+                        '--tables', str(synthetic / 'run' / 'tables.tsv'),
+                        '--root', str(synthetic), '--no-curves']) == 0
+    out = capsys.readouterr().out
+    assert 'geaet table3 ZINC GIN+GEANet (geaet-zinc-gin-geanet) mae' in out
+    assert 'not comparable: 5 of 1000 epochs' in out

@@ -1,44 +1,78 @@
-"""``run/sweep.sh`` and ``run/reproduce.sh`` with a stand-in Python and sbatch
-(no training): the command lines, seeds, skipping, the GPU queue, failures,
-aggregation after the runs, and the SLURM array + dependent aggregation."""
+"""The launcher (``python -m graphgps_ext.sweep``, ``run/sweep.sh``) and
+``run/reproduce.sh`` with a stand-in interpreter for the runs and a stand-in
+sbatch (no training; the configs are resolved for real): the folders the
+overrides decide, complete and stale seeds, command lines, the GPU queue,
+failures, aggregation after the runs, the SLURM array and the dependent
+aggregation job, its resources and the requeue margin."""
+import json
 import os
 import re
 import stat
 import subprocess
+import sys
 
 import pytest
+
+from graphgps_ext.sweep import cli, reproduce, slurm
+from graphgps_ext.sweep.plan import SweepError, parse_seeds, resolve
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SWEEP = os.path.join(ROOT, 'run', 'sweep.sh')
 REPRODUCE = os.path.join(ROOT, 'run', 'reproduce.sh')
 
-# A fake interpreter: `main.py --cfg C seed S out_dir R ...` records the run
-# and writes R/<name>/<S>/done; `-m graphgps_ext.agg DIR` records the call.
-# With a GPU, it holds a lock directory per GPU so that two runs sharing a GPU
-# fail loudly; configs named *fail* exit with status 3.
-FAKE_PY = r'''#!/usr/bin/env bash
-ev=$FAKE_EVENTS
-if [[ $1 == -m ]]; then echo "agg $3" >>"$ev"; exit 0; fi
-cfg=$3; seed=$5; out=$7; shift 7
-p=${cfg#configs/}; p=${p%.yaml}; name=${p//\//-}
-gpu=${CUDA_VISIBLE_DEVICES-unset}
-if [[ $gpu != unset && -n $gpu ]]; then
-    mkdir "$FAKE_LOCKS/gpu$gpu" 2>/dev/null || { echo "overlap $gpu" >>"$ev"; exit 9; }
-fi
-echo "run $name $seed gpu=$gpu extra=$*" >>"$ev"
-echo "log line of $name $seed"
-sleep 0.2
-[[ $gpu != unset && -n $gpu ]] && rmdir "$FAKE_LOCKS/gpu$gpu"
-[[ $name == *fail* ]] && exit 3
-mkdir -p "$out/$name/$seed" && echo '{"epochs": 1}' >"$out/$name/$seed/done"
+# A stand-in interpreter. `main.py --cfg C [--overwrite] seed S KEY VALUE ...`
+# records the run and writes <out_dir>/<run_name>/<S>/done with the
+# fingerprint the test expects for C (FAKE_FPS), as main.py does;
+# `-m MODULE ARGS` records the call. With a GPU it holds a lock directory per
+# GPU so that two runs sharing a GPU fail loudly; configs named *fail* exit 3.
+FAKE_PY = r'''#!/usr/bin/env python3
+import json, os, sys, time
+args = sys.argv[1:]
+def record(line):
+    with open(os.environ['FAKE_EVENTS'], 'a') as f:
+        f.write(line + '\n')
+if args[0] == '-m':
+    record(' '.join(['agg' if args[1] == 'graphgps_ext.agg' else args[1]] + args[2:]))
+    sys.exit(0)
+cfg, rest = args[2], args[3:]
+overwrite = rest[:1] == ['--overwrite']
+rest = rest[1:] if overwrite else rest
+seed, opts = rest[1], dict(zip(rest[2::2], rest[3::2]))
+rel = cfg.split('configs/', 1)[-1]
+name = opts.get('run_name') or rel.rsplit('.', 1)[0].replace('/', '-')
+out = os.path.join(opts.get('out_dir', 'results'), name, seed)
+gpu = os.environ.get('CUDA_VISIBLE_DEVICES', 'unset')
+lock = os.path.join(os.environ.get('FAKE_LOCKS', '/nonexistent'), 'gpu' + gpu)
+if gpu not in ('unset', ''):
+    try:
+        os.mkdir(lock)
+    except OSError:
+        record('overlap ' + gpu)
+        sys.exit(9)
+record(f'run {name} {seed} gpu={gpu} overwrite={int(overwrite)} extra=' + ' '.join(rest[2:]))
+print(f'log line of {name} {seed}', flush=True)
+time.sleep(0.2)
+if gpu not in ('unset', ''):
+    os.rmdir(lock)
+if 'fail' in name:
+    sys.exit(3)
+os.makedirs(out, exist_ok=True)
+fp, ident = json.loads(os.environ.get('FAKE_FPS', '{}')).get(cfg, [None, {}])
+with open(os.path.join(out, 'done'), 'w') as f:
+    json.dump({'epochs': 1, 'fingerprint': fp, 'identity': ident}, f)
 '''
 
 FAKE_SBATCH = r'''#!/usr/bin/env bash
 n=$(ls "$FAKE_SUBMIT" | grep -c "^args")
 echo "$*" >"$FAKE_SUBMIT/args$n"
 cp "${@: -1}" "$FAKE_SUBMIT/script$n"
+if [[ -n ${FAKE_REFUSE:-} ]] && grep -q -- "$FAKE_REFUSE" "${@: -1}"; then
+    echo "sbatch: error: Memory specification can not be satisfied" >&2; exit 1
+fi
 echo "$((1000 + n));cluster"
 '''
+
+CONFIGS = ('geaet/zinc.yaml', 'geaet/mnist.yaml', 'csa/zinc-rings.yaml', 'gt/fail.yaml')
 
 
 def _exe(path, text):
@@ -48,10 +82,11 @@ def _exe(path, text):
 
 
 @pytest.fixture
-def ws(tmp_path):
-    """A workspace with configs, a fake python and a fake sbatch on PATH."""
-    for rel in ('geaet/zinc.yaml', 'geaet/mnist.yaml', 'csa/zinc-rings.yaml',
-                'gt/fail.yaml'):
+def ws(tmp_path, monkeypatch, capsys):
+    """A workspace (the current directory) with configs, a stand-in python
+    and sbatch on PATH; ``ws(*args)`` runs the launcher in-process and
+    returns ``(exit code, stdout lines)``."""
+    for rel in CONFIGS:
         p = tmp_path / 'configs' / rel
         p.parent.mkdir(parents=True, exist_ok=True)
         p.write_text('optim:\n  max_epoch: 1\n')
@@ -59,62 +94,165 @@ def ws(tmp_path):
     bin_dir.mkdir()
     _exe(bin_dir / 'fakepy', FAKE_PY)
     _exe(bin_dir / 'sbatch', FAKE_SBATCH)
+    (tmp_path / 'main.py').write_text('# the runs use the stand-in interpreter\n')
     for d in ('locks', 'submit'):
         (tmp_path / d).mkdir()
-    env = dict(os.environ, FAKE_EVENTS=str(tmp_path / 'events'),
-               FAKE_LOCKS=str(tmp_path / 'locks'), FAKE_SUBMIT=str(tmp_path / 'submit'),
-               PATH=f'{bin_dir}:{os.environ["PATH"]}')
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv('PATH', f'{bin_dir}:{os.environ["PATH"]}')
+    monkeypatch.setenv('FAKE_EVENTS', str(tmp_path / 'events'))
+    monkeypatch.setenv('FAKE_LOCKS', str(tmp_path / 'locks'))
+    monkeypatch.setenv('FAKE_SUBMIT', str(tmp_path / 'submit'))
+    monkeypatch.delenv('PYTHON', raising=False)
 
-    def run(*args, script=SWEEP, check=True, extra_env=None):
-        out = subprocess.run(['bash', script, *args], cwd=tmp_path, capture_output=True,
-                             text=True, env=dict(env, **(extra_env or {})), timeout=60)
-        if check and out.returncode != 0:
-            raise AssertionError(f'exit {out.returncode}\n{out.stdout}\n{out.stderr}')
-        return out
+    def run(*args, check=True, main=cli.main):
+        out = []
+        try:
+            rc = main(list(args), say=out.append) if main is cli.main else main(list(args))
+        except SystemExit as e:  # argparse
+            rc = e.code
+        captured = capsys.readouterr()
+        text = '\n'.join(out) + captured.out
+        run.err = captured.err
+        if check and rc != 0:
+            raise AssertionError(f'exit {rc}\n{text}\n{run.err}')
+        return rc, text
 
     def events():
         p = tmp_path / 'events'
         return p.read_text().splitlines() if p.exists() else []
 
+    def expect_fingerprints(*overrides):
+        """The fingerprint of each config's runs under ``overrides``, for the
+        stand-in interpreter to write into its done markers."""
+        targets = {f'configs/{rel}': resolve(f'configs/{rel}', list(overrides))
+                   for rel in CONFIGS}
+        monkeypatch.setenv('FAKE_FPS', json.dumps(
+            {c: [t.fingerprint, t.identity] for c, t in targets.items()}))
+        return {c: t.fingerprint for c, t in targets.items()}
+
     run.events = events
     run.root = tmp_path
+    run.expect_fingerprints = expect_fingerprints
     return run
+
+
+def done(root, folder, seed, config, *overrides):
+    """A finished seed of ``config`` run with ``overrides``."""
+    t = resolve(config, list(overrides))
+    d = root / folder / str(seed)
+    d.mkdir(parents=True, exist_ok=True)
+    (d / 'done').write_text(json.dumps({'epochs': 1, 'fingerprint': t.fingerprint,
+                                        'identity': t.identity}))
+    return t
 
 
 def _runs(text):
     return [ln for ln in text.splitlines() if ln.startswith('python main.py')]
 
 
-def test_dry_run_commands_names_seeds_overrides(ws):
-    (ws.root / 'results' / 'geaet-zinc' / '1').mkdir(parents=True)
-    (ws.root / 'results' / 'geaet-zinc' / '1' / 'done').write_text('{}')
-    out = ws('--dry-run', '--seeds', '0-1,3', 'configs/geaet/*.yaml', '--',
-             'optim.max_epoch', '5').stdout
+def _cfg_seed(lines):
+    return [re.search(r'--cfg (\S+)(?: --overwrite)? seed (\d+)', r).groups() for r in lines]
+
+
+# --------------------------------------------------------------------------- plan
+def test_parse_seeds():
+    assert parse_seeds('0-3,8,2') == [0, 1, 2, 3, 8]
+    assert parse_seeds('07') == [7]
+    for bad, msg in (('3-1', 'start > end'), ('a', 'bad --seeds'), ('1,,2', 'bad --seeds')):
+        with pytest.raises(SweepError, match=msg):
+            parse_seeds(bad)
+
+
+def test_overrides_decide_results_logs_skip_and_aggregation(ws):
+    """The issue's case: a run_name override launches into its own folder,
+    not into the config's complete one."""
+    base = done(ws.root, 'results/geaet-zinc', 0, 'configs/geaet/zinc.yaml')
+    done(ws.root, 'results/geaet-zinc', 1, 'configs/geaet/zinc.yaml')
+    _, out = ws('--dry-run', 'configs/geaet/zinc.yaml', '--seeds', '0-1', '--',
+                'run_name', 'myvariant', 'optim.base_lr', '0.001')
+    fp = resolve('configs/geaet/zinc.yaml', ['run_name', 'myvariant', 'optim.base_lr',
+                                             '0.001']).fingerprint
+    assert fp != base.fingerprint
+    assert _runs(out) == [
+        f'python main.py --cfg configs/geaet/zinc.yaml seed {s} run_name myvariant '
+        f'optim.base_lr 0.001 > results/myvariant/logs/seed{s}.log 2>&1' for s in (0, 1)]
+    assert (f'# configs/geaet/zinc.yaml: results results/myvariant/<seed>, logs '
+            f'results/myvariant/logs, fingerprint {fp}') in out
+    assert out.rstrip().endswith(f'python -m graphgps_ext.agg results/myvariant '
+                                 f'--fingerprint {fp}')
+    assert 'nothing to run' not in out and 'results/geaet-zinc' not in out
+    # out_dir decides the root the same way.
+    _, out = ws('--dry-run', 'configs/geaet/zinc.yaml', '--', 'out_dir', 'elsewhere')
+    assert _runs(out)[0].endswith('> elsewhere/geaet-zinc/logs/seed0.log 2>&1')
+    # Without overrides both seeds are complete.
+    _, out = ws('--dry-run', 'configs/geaet/zinc.yaml', '--seeds', '0-1')
+    assert _runs(out) == [] and '# skip geaet-zinc seed 1 (complete: results/geaet-zinc/1)' in out
+
+
+def test_stale_seeds_are_named_and_rerun_only_when_asked(ws):
+    done(ws.root, 'results/geaet-zinc', 0, 'configs/geaet/zinc.yaml', 'optim.base_lr', '0.0005')
+    done(ws.root, 'results/geaet-zinc', 1, 'configs/geaet/zinc.yaml', 'optim.base_lr', '0.001')
+    (ws.root / 'results' / 'geaet-zinc' / '2').mkdir()
+    (ws.root / 'results' / 'geaet-zinc' / '2' / 'config.yaml').write_text('x: 1\n')
+    _, out = ws('--dry-run', '--seeds', '0-2', 'configs/geaet/zinc.yaml', '--',
+                'optim.base_lr', '0.001')
+    assert ('# skip geaet-zinc seed 0 (stale: optim.base_lr 0.0005 -> 0.001; '
+            '--rerun-stale reruns it)') in out
+    assert '# skip geaet-zinc seed 1 (complete: results/geaet-zinc/1)' in out
+    assert '# unfinished geaet-zinc seed 2 (restarts)' in out
+    assert _cfg_seed(_runs(out)) == [('configs/geaet/zinc.yaml', '2')]
+    assert '1 complete run(s) skipped, 1 stale skipped' in out
+    _, out = ws('--dry-run', '--seeds', '0-2', '--rerun-stale', '--resume',
+                'configs/geaet/zinc.yaml', '--', 'optim.base_lr', '0.001')
     runs = _runs(out)
-    assert runs[0] == ('python main.py --cfg configs/geaet/mnist.yaml seed 0 out_dir results '
+    assert runs[0].startswith('python main.py --cfg configs/geaet/zinc.yaml --overwrite seed 0 ')
+    assert ' --overwrite' not in runs[1] and 'train.auto_resume True' in runs[1]
+    assert '# unfinished geaet-zinc seed 2 (resumes from its checkpoint)' in out
+    # A done marker without a fingerprint is stale, never complete.
+    (ws.root / 'results' / 'geaet-zinc' / '1' / 'done').write_text('{"epochs": 4}')
+    _, out = ws('--dry-run', '--seeds', '1', 'configs/geaet/zinc.yaml', '--',
+                'optim.base_lr', '0.001')
+    assert 'stale: finished without a recorded fingerprint' in out
+
+
+def test_dry_run_globs_seeds_overrides(ws):
+    done(ws.root, 'results/geaet-zinc', 1, 'configs/geaet/zinc.yaml', 'optim.max_epoch', '5')
+    _, out = ws('--dry-run', '--seeds', '0-1,3', 'configs/geaet/*.yaml', '--',
+                'optim.max_epoch', '5')
+    runs = _runs(out)
+    assert runs[0] == ('python main.py --cfg configs/geaet/mnist.yaml seed 0 '
                        'optim.max_epoch 5 > results/geaet-mnist/logs/seed0.log 2>&1')
-    assert [re.search(r'--cfg (\S+) seed (\d+)', r).groups() for r in runs] == [
+    assert _cfg_seed(runs) == [
         ('configs/geaet/mnist.yaml', '0'), ('configs/geaet/mnist.yaml', '1'),
         ('configs/geaet/mnist.yaml', '3'), ('configs/geaet/zinc.yaml', '0'),
         ('configs/geaet/zinc.yaml', '3')]
-    assert '# skip geaet-zinc seed 1 (complete: results/geaet-zinc/1/done)' in out
-    assert out.rstrip().endswith('python -m graphgps_ext.agg results/geaet-mnist\n'
-                                 'python -m graphgps_ext.agg results/geaet-zinc')
+    aggs = [ln for ln in out.splitlines() if 'graphgps_ext.agg' in ln]
+    assert [a.split()[3] for a in aggs] == ['results/geaet-mnist', 'results/geaet-zinc']
     assert ws.events() == []  # nothing ran
+    assert not (ws.root / 'results' / 'geaet-mnist').exists()  # nothing written
 
 
-def test_force_resume_results_dir(ws):
-    (ws.root / 'out' / 'geaet-zinc' / '0').mkdir(parents=True)
-    (ws.root / 'out' / 'geaet-zinc' / '0' / 'done').write_text('{}')
-    out = ws('--dry-run', '--results', 'out', 'configs/geaet/zinc.yaml').stdout
+def test_force_results_dir_no_agg(ws):
+    done(ws.root, 'out/geaet-zinc', 0, 'configs/geaet/zinc.yaml', 'out_dir', 'out')
+    _, out = ws('--dry-run', '--results', 'out', 'configs/geaet/zinc.yaml')
     assert _runs(out) == []
-    out = ws('--dry-run', '--results', 'out', '--force', '--no-agg',
-             'configs/geaet/zinc.yaml').stdout
-    assert _runs(out) == ['python main.py --cfg configs/geaet/zinc.yaml seed 0 out_dir out '
-                          '> out/geaet-zinc/logs/seed0.log 2>&1']
+    _, out = ws('--dry-run', '--results', 'out', '--force', '--no-agg',
+                'configs/geaet/zinc.yaml')
+    assert _runs(out) == ['python main.py --cfg configs/geaet/zinc.yaml --overwrite seed 0 '
+                          'out_dir out > out/geaet-zinc/logs/seed0.log 2>&1']
+    assert '# rerun geaet-zinc seed 0 (complete; replaced: --overwrite)' in out
     assert 'graphgps_ext.agg' not in out
-    out = ws('--dry-run', '--resume', 'configs/geaet/mnist.yaml').stdout
-    assert 'train.auto_resume True' in _runs(out)[0]
+
+
+def test_two_configs_into_one_folder_are_refused(ws):
+    (ws.root / 'configs' / 'csa' / 'zinc-rings.yaml').write_text('optim:\n  max_epoch: 2\n')
+    rc, _ = ws('--dry-run', 'configs/geaet/zinc.yaml', 'configs/csa/zinc-rings.yaml', '--',
+               'run_name', 'same', check=False)
+    assert rc == 2 and 'both write to results/same but differ (optim.max_epoch 1 -> 2)' in ws.err
+    # The same config twice is one target.
+    _, out = ws('--dry-run', 'configs/geaet/zinc.yaml', 'configs/geaet/*.yaml', '--',
+                'run_name', 'same')
+    assert len(_runs(out)) == 1
 
 
 @pytest.mark.parametrize('args,message', [
@@ -122,70 +260,124 @@ def test_force_resume_results_dir(ws):
     (['--seeds', 'a', 'configs/geaet/zinc.yaml'], 'bad --seeds'),
     (['configs/none/*.yaml'], "no config matches 'configs/none/*.yaml'"),
     (['configs/geaet/zinc.yaml', '--', 'optim.max_epoch'], 'KEY VALUE pairs'),
+    (['configs/geaet/zinc.yaml', '--', 'optim.max_epok', '3'], "did you mean 'optim.max_epoch'"),
+    (['configs/geaet/zinc.yaml', '--', 'seed', '3'], 'give seeds with --seeds'),
+    (['--results', 'r', 'configs/geaet/zinc.yaml', '--', 'out_dir', 'o'], 'results root once'),
     (['--gpus', '0,a', 'configs/geaet/zinc.yaml'], '--gpus must be'),
     (['--slurm', '--gpus', '0', 'configs/geaet/zinc.yaml'], 'exclusive'),
-    (['--bogus', 'configs/geaet/zinc.yaml'], "unknown option '--bogus'"),
+    (['--slurm', '--time', '1h', 'configs/geaet/zinc.yaml'], "bad time '1h'"),
+    (['--slurm', '--agg-mem', 'lots', 'configs/geaet/zinc.yaml'], "bad memory size 'lots'"),
+    (['--bogus', 'configs/geaet/zinc.yaml'], 'unrecognized arguments: --bogus'),
     ([], 'no config given'),
 ])
 def test_argument_errors(ws, args, message):
-    out = ws('--dry-run', *args, check=False)
-    assert out.returncode == 2 and message in out.stderr
+    rc, _ = ws('--dry-run', *args, check=False)
+    assert rc == 2 and message in ws.err
 
 
 def test_plan_file_per_config_seeds(ws):
     (ws.root / 'plan').write_text('# config seeds\nconfigs/geaet/zinc.yaml 0-1\n'
                                   'configs/csa/*.yaml\t2\nconfigs/geaet/zinc.yaml 1-2\n')
-    runs = _runs(ws('--dry-run', '--plan', 'plan').stdout)
-    got = [re.search(r'--cfg (\S+) seed (\d+)', r).groups() for r in runs]
-    assert got == [('configs/geaet/zinc.yaml', '0'), ('configs/geaet/zinc.yaml', '1'),
-                   ('configs/csa/zinc-rings.yaml', '2'), ('configs/geaet/zinc.yaml', '2')]
-    runs = _runs(ws('--dry-run', '--plan', 'plan', '--seeds', '7').stdout)
-    assert len(runs) == 2 and all(' seed 7 ' in r for r in runs)
+    _, out = ws('--dry-run', '--plan', 'plan')
+    assert _cfg_seed(_runs(out)) == [
+        ('configs/geaet/zinc.yaml', '0'), ('configs/geaet/zinc.yaml', '1'),
+        ('configs/csa/zinc-rings.yaml', '2'), ('configs/geaet/zinc.yaml', '2')]
+    _, out = ws('--dry-run', '--plan', 'plan', '--seeds', '7')
+    assert len(_runs(out)) == 2 and all(' seed 7' in r for r in _runs(out))
+    (ws.root / 'bad').write_text('configs/geaet/zinc.yaml\n')
+    rc, _ = ws('--dry-run', '--plan', 'bad', check=False)
+    assert rc == 2 and 'bad:1: bad plan line' in ws.err
 
 
+# --------------------------------------------------------------------------- local
 def test_gpu_queue_one_run_per_gpu_then_aggregation(ws):
-    out = ws('--python', 'fakepy', '--gpus', '0,1', '--seeds', '0-2',
-             'configs/geaet/*.yaml', 'configs/csa/zinc-rings.yaml', '--',
-             'optim.max_epoch', '2')
+    fps = ws.expect_fingerprints('optim.max_epoch', '2')
+    _, out = ws('--python', 'fakepy', '--gpus', '0,1', '--seeds', '0-2',
+                'configs/geaet/*.yaml', 'configs/csa/zinc-rings.yaml', '--',
+                'optim.max_epoch', '2')
     ev = ws.events()
     runs = [e for e in ev if e.startswith('run ')]
     assert len(runs) == 9 and not any(e.startswith('overlap') for e in ev)
     assert {re.search(r'gpu=(\S+)', r).group(1) for r in runs} == {'0', '1'}
-    assert all(r.endswith('extra=optim.max_epoch 2') for r in runs)
+    assert all(r.endswith('overwrite=0 extra=optim.max_epoch 2') for r in runs)
     aggs = [e for e in ev if e.startswith('agg ')]
-    assert aggs == ['agg results/geaet-mnist', 'agg results/geaet-zinc',
-                    'agg results/csa-zinc-rings']
+    assert aggs == [f'agg results/{n} --fingerprint {fps[c]}' for n, c in (
+        ('geaet-mnist', 'configs/geaet/mnist.yaml'), ('geaet-zinc', 'configs/geaet/zinc.yaml'),
+        ('csa-zinc-rings', 'configs/csa/zinc-rings.yaml'))]
     assert ev.index(aggs[0]) == len(runs)  # aggregation once, after the queue drained
-    log = ws.root / 'results' / 'geaet-zinc' / 'logs' / 'seed2.log'
-    assert 'log line of geaet-zinc 2' in log.read_text()
-    assert 'CUDA_VISIBLE_DEVICES=' in log.read_text().splitlines()[0]
-    assert '9 runs to do' in out.stdout
+    log = (ws.root / 'results' / 'geaet-zinc' / 'logs' / 'seed2.log').read_text()
+    assert 'log line of geaet-zinc 2' in log
+    assert 'CUDA_VISIBLE_DEVICES=' in log.splitlines()[0]
+    assert '9 run(s) to do' in out
     # Everything is complete now: a second sweep runs nothing new.
-    ws('--python', 'fakepy', '--gpus', '0,1', '--seeds', '0-2', 'configs/geaet/*.yaml')
+    ws('--python', 'fakepy', '--gpus', '0,1', '--seeds', '0-2', 'configs/geaet/*.yaml',
+       '--', 'optim.max_epoch', '2')
+    assert len([e for e in ws.events() if e.startswith('run ')]) == 9
+    # Another max_epoch: every seed is stale, nothing runs without --rerun-stale.
+    _, out = ws('--python', 'fakepy', '--cpu', '--seeds', '0', 'configs/geaet/zinc.yaml',
+                '--', 'optim.max_epoch', '3')
+    assert 'stale: optim.max_epoch 2 -> 3' in out
     assert len([e for e in ws.events() if e.startswith('run ')]) == 9
 
 
 def test_cpu_sequential_and_failures(ws):
-    out = ws('--python', 'fakepy', '--cpu', '--seeds', '0,1', 'configs/gt/fail.yaml',
-             'configs/geaet/zinc.yaml', check=False)
-    assert out.returncode == 1
-    assert '2 run(s) failed' in out.stderr and 'gt-fail seed 1 (exit 3' in out.stderr
+    ws.expect_fingerprints()
+    rc, out = ws('--python', 'fakepy', '--cpu', '--seeds', '0,1', 'configs/gt/fail.yaml',
+                 'configs/geaet/zinc.yaml', check=False)
+    assert rc == 1
+    assert '2 run(s) failed' in ws.err and 'gt-fail seed 1 (exit 3' in ws.err
     runs = [e for e in ws.events() if e.startswith('run ')]
-    assert [r.split(' extra')[0] for r in runs] == [
+    assert [r.split(' overwrite')[0] for r in runs] == [
         'run gt-fail 0 gpu=', 'run gt-fail 1 gpu=', 'run geaet-zinc 0 gpu=',
         'run geaet-zinc 1 gpu=']
     # Only configs with a complete run are aggregated.
-    assert [e for e in ws.events() if e.startswith('agg ')] == ['agg results/geaet-zinc']
-    assert 'no complete run of gt-fail' in out.stdout
+    assert [e.split(' --')[0] for e in ws.events() if e.startswith('agg ')] == [
+        'agg results/geaet-zinc']
+    assert 'no complete run of gt-fail' in out
+
+
+def test_shell_wrappers(ws):
+    """run/sweep.sh and run/reproduce.sh run the Python launcher of this checkout."""
+    env = dict(os.environ, PYTHON=sys.executable)
+    out = subprocess.run(['bash', SWEEP, '--dry-run', 'configs/geaet/zinc.yaml', '--seeds',
+                          '0-1', '--', 'run_name', 'myvariant', 'optim.base_lr', '0.001'],
+                         cwd=ws.root, capture_output=True, text=True, timeout=120, env=env)
+    assert out.returncode == 0, out.stderr
+    assert '> results/myvariant/logs/seed1.log 2>&1' in out.stdout
+    assert 'python -m graphgps_ext.agg results/myvariant --fingerprint' in out.stdout
+    out = subprocess.run(['bash', REPRODUCE, '--list', 'mna'], cwd=ROOT, capture_output=True,
+                         text=True, timeout=120, env=env)
+    assert out.returncode == 0, out.stderr
+    assert re.search(r'^mna\s+table2\s+\d+ configs$', out.stdout, re.M)
+
+
+# --------------------------------------------------------------------------- SLURM
+def test_slurm_time_memory_margin_and_agg_resources():
+    assert [slurm.parse_time(t) for t in ('30', '4:30', '2:00:00', '1-12', '1-0:30',
+                                          '2-00:00:10')] == [
+        1800, 270, 7200, 129600, 88200, 172810]
+    assert slurm.parse_time('UNLIMITED') is None
+    assert [slurm.parse_mem(m) for m in ('8000', '500M', '16G', '1T', '2048K')] == [
+        8000, 500, 16384, 1048576, 2]
+    # The requeue signal comes a tenth of the limit early, at most 5 minutes.
+    assert slurm.requeue_margin('24:00:00') == 300
+    assert slurm.requeue_margin('4') == 24 and slurm.requeue_margin('2:00') == 12
+    # Aggregation: a small share of the task's resources, never more.
+    assert slurm.agg_resources('24:00:00', '32G') == ('01:00:00', '4096M', 1)
+    assert slurm.agg_resources('2:00:00', '16G') == ('00:12:00', '2048M', 1)
+    assert slurm.agg_resources('5', '8000') == ('00:05:00', '1024M', 1)
+    assert slurm.agg_resources('5', '800M') == ('00:05:00', '800M', 1)
+    assert slurm.agg_resources('1:00:00', '0') == ('00:10:00', '2048M', 1)
+    assert slurm.agg_resources('1:00:00', '8G', '30', '3G', 2) == ('30', '3G', 2)
 
 
 def test_slurm_array_and_dependent_aggregation(ws):
-    (ws.root / 'results' / 'geaet-zinc' / '0').mkdir(parents=True)
-    (ws.root / 'results' / 'geaet-zinc' / '0' / 'done').write_text('{}')
-    out = ws('--slurm', '--seeds', '0-3', '--throttle', '3', '--time', '2:00:00',
-             '--mem', '16G', '--partition', 'gpu', '--account', 'proj', '--requeue',
-             '--gpus-per-task', '2', '--nodes', '1', '--sbatch-opt', '--qos=high',
-             'configs/geaet/zinc.yaml', 'configs/geaet/mnist.yaml', '--', 'optim.max_epoch', '9')
+    done(ws.root, 'results/geaet-zinc', 0, 'configs/geaet/zinc.yaml', 'optim.max_epoch', '9')
+    _, out = ws('--slurm', '--seeds', '0-3', '--throttle', '3', '--time', '2:00:00',
+                '--mem', '16G', '--partition', 'gpu', '--account', 'proj', '--requeue',
+                '--gpus-per-task', '2', '--nodes', '1', '--sbatch-opt', '--qos=high',
+                'configs/geaet/zinc.yaml', 'configs/geaet/mnist.yaml', '--',
+                'optim.max_epoch', '9')
     sub = ws.root / 'submit'
     args0, args1 = (sub / 'args0').read_text().split(), (sub / 'args1').read_text().split()
     assert args0[0] == '--parsable' and args1[:2] == ['--parsable', '--dependency=afterany:1000']
@@ -196,46 +388,85 @@ def test_slurm_array_and_dependent_aggregation(ws):
                  '#SBATCH --signal=B:USR1@300'):
         assert line in script.splitlines(), line
     assert 'SEEDS=( 1 2 3 0 1 2 3 )' in script  # geaet-zinc seed 0 is complete
-    assert 'OVERRIDES=( out_dir results optim.max_epoch 9 train.auto_resume True )' in script
-    assert 'scontrol requeue' in script
+    assert 'DIRS=( results/geaet-zinc/1 ' in script
+    assert 'OVERRIDES=( optim.max_epoch 9 train.auto_resume True )' in script
+    assert 'scontrol requeue' in script and 'torch.distributed.run --standalone' in script
     agg = (sub / 'script1').read_text()
-    assert 'python -m graphgps_ext.agg results/geaet-zinc || rc=1' in agg
-    assert 'python -m graphgps_ext.agg results/geaet-mnist || rc=1' in agg
-    assert 'submitted array job 1000 (7 tasks' in out.stdout
-    assert 'submitted aggregation job 1001 (after 1000)' in out.stdout
+    for line in ('#SBATCH --time=00:12:00', '#SBATCH --mem=2048M', '#SBATCH --cpus-per-task=1',
+                 '#SBATCH --partition=gpu'):
+        assert line in agg.splitlines(), line
+    assert re.search(r'python -m graphgps_ext.agg results/geaet-zinc --fingerprint \w+ \|\| rc=1',
+                     agg)
+    assert 'submitted array job 1000 (7 tasks' in out
+    assert 'submitted aggregation job 1001 (after 1000)' in out
+
+
+def test_slurm_short_time_limit_and_refused_aggregation(ws):
+    ws('--slurm', '--time', '4', '--requeue', '--agg-mem', '9000M', '--agg-time', '20',
+       'configs/geaet/zinc.yaml', check=False)
+    script = (ws.root / 'submit' / 'script0').read_text()
+    assert '#SBATCH --signal=B:USR1@24' in script.splitlines()
+    agg = (ws.root / 'submit' / 'script1').read_text()
+    assert '#SBATCH --mem=9000M' in agg and '#SBATCH --time=20' in agg
+    # A refused aggregation job is reported with the way out (exit 1).
+    os.environ['FAKE_REFUSE'] = '--mem=9000M'
+    try:
+        rc, out = ws('--slurm', '--agg-mem', '9000M', 'configs/geaet/mnist.yaml', check=False)
+    finally:
+        del os.environ['FAKE_REFUSE']
+    assert rc == 1 and 'submitted array job' in out
+    assert 'refused the aggregation job (sbatch: error: Memory' in ws.err
+    assert '--agg-mem' in ws.err and 'python -m graphgps_ext.agg results/geaet-mnist' in ws.err
+
+
+def _task_env(ws, task):
+    return dict(os.environ, SLURM_ARRAY_TASK_ID=str(task), SLURM_JOB_ID='77')
 
 
 def test_slurm_task_runs_the_right_run(ws):
+    fps = ws.expect_fingerprints()
     ws('--slurm', '--python', 'fakepy', '--seeds', '0-1', '--no-agg',
        'configs/geaet/zinc.yaml', 'configs/csa/zinc-rings.yaml')
     script = next(ws.root.glob('results/_slurm/*.sbatch'))
     assert not (ws.root / 'submit' / 'args1').exists()  # --no-agg: one submission
     for i in range(4):
         subprocess.run(['bash', str(script)], cwd=ws.root, check=True, timeout=30,
-                       env=dict(os.environ, PATH=f'{ws.root / "bin"}:{os.environ["PATH"]}',
-                                FAKE_EVENTS=str(ws.root / 'events'),
-                                FAKE_LOCKS=str(ws.root / 'locks'),
-                                SLURM_ARRAY_TASK_ID=str(i), SLURM_JOB_ID='77'))
+                       env=_task_env(ws, i))
     log = (ws.root / 'results' / 'csa-zinc-rings' / 'logs' / 'seed1.log').read_text()
     assert 'job 77 task 3' in log and 'log line of csa-zinc-rings 1' in log
     assert [e.split(' gpu')[0] for e in ws.events()] == [
         'run geaet-zinc 0', 'run geaet-zinc 1', 'run csa-zinc-rings 0', 'run csa-zinc-rings 1']
+    done_fp = json.loads((ws.root / 'results/geaet-zinc/0/done').read_text())['fingerprint']
+    assert done_fp == fps['configs/geaet/zinc.yaml']
     # A requeued task whose run is complete exits at once.
     subprocess.run(['bash', str(script)], cwd=ws.root, check=True, timeout=30,
-                   env=dict(os.environ, PATH=f'{ws.root / "bin"}:{os.environ["PATH"]}',
-                            FAKE_EVENTS=str(ws.root / 'events'), SLURM_ARRAY_TASK_ID='0'))
+                   env=_task_env(ws, 0))
     assert len(ws.events()) == 4
+    # Forced: the complete seed reruns once (--overwrite), then counts as done.
+    for f in (ws.root / 'submit').iterdir():
+        f.unlink()
+    ws('--slurm', '--python', 'fakepy', '--force', '--no-agg', 'configs/geaet/zinc.yaml')
+    forced = max(ws.root.glob('results/_slurm/*.sbatch'), key=os.path.getmtime)
+    assert 'OVERWRITE=( 1 )' in forced.read_text()
+    for _ in range(2):
+        subprocess.run(['bash', str(forced)], cwd=ws.root, check=True, timeout=30,
+                       env=_task_env(ws, 0))
+    assert ws.events()[4:] == ['run geaet-zinc 0 gpu=unset overwrite=1 extra=']
 
 
 def test_slurm_dry_run_prints_scripts_without_submitting(ws):
-    out = ws('--slurm', '--dry-run', '--seeds', '0-9', 'configs/geaet/zinc.yaml').stdout
+    _, out = ws('--slurm', '--dry-run', '--seeds', '0-9', 'configs/geaet/zinc.yaml')
     assert '#SBATCH --array=0-9' in out and '-agg.sbatch' in out
     assert 'sbatch --parsable --dependency=afterany:<jobid>' in out
     assert not list((ws.root / 'submit').iterdir())
-    assert not (ws.root / 'results' / '_slurm').exists()
+    assert not (ws.root / 'results').exists()
+    for s in range(10):
+        done(ws.root, 'results/geaet-zinc', s, 'configs/geaet/zinc.yaml')
+    _, out = ws('--slurm', '--dry-run', '--seeds', '0-9', 'configs/geaet/zinc.yaml')
+    assert out.startswith('# skip geaet-zinc seed 0') and 'nothing to run: all 10 runs' in out
 
 
-# --------------------------------------------------------------------------- reproduce.sh
+# --------------------------------------------------------------------------- reproduce
 def _tables(ws):
     rows = [('geaet', 'table1', 'configs/geaet/mnist.yaml', '0-9'),
             ('geaet', 'table3', 'configs/geaet/zinc.yaml', '0-3'),
@@ -244,41 +475,53 @@ def _tables(ws):
     text = 'paper\ttable\tconfig\tseeds\tref_table\tdataset\tmodel\tmetric\tsplit\n'
     text += ''.join('\t'.join(r + ('=', 'X', 'Y', 'mae', 'test')) + '\n' for r in rows)
     (ws.root / 't.tsv').write_text(text)
-    return {'TABLES': str(ws.root / 't.tsv')}
+    return ['--tables', str(ws.root / 't.tsv')]
 
 
 def test_reproduce_maps_paper_and_table_to_configs_and_seeds(ws):
-    env = _tables(ws)
-    out = ws('geaet', '--dry-run', script=REPRODUCE, extra_env=env).stdout
-    runs = _runs(out)
-    assert len(runs) == 14  # mnist x 10 (shared by tables 1 and 4) + zinc x 4
+    t = _tables(ws)
+    _, out = ws(*t, 'geaet', '--dry-run', main=reproduce.main)
+    assert len(_runs(out)) == 14  # mnist x 10 (shared by tables 1 and 4) + zinc x 4
     assert '#   table4   configs/geaet/mnist.yaml' in out
-    out = ws('geaet', 'table3', '--dry-run', '--seeds', '0', script=REPRODUCE,
-             extra_env=env).stdout
-    assert _runs(out) == ['python main.py --cfg configs/geaet/zinc.yaml seed 0 out_dir results '
+    _, out = ws(*t, 'geaet', 'table3', '--dry-run', '--seeds', '0', main=reproduce.main)
+    assert _runs(out) == ['python main.py --cfg configs/geaet/zinc.yaml seed 0 '
                           '> results/geaet-zinc/logs/seed0.log 2>&1']
-    out = ws('csa', '--dry-run', '--slurm', script=REPRODUCE, extra_env=env).stdout
+    _, out = ws(*t, 'csa', '--dry-run', '--slurm', main=reproduce.main)
     assert '#SBATCH --job-name=ggx-csa' in out
-    listing = ws('--list', script=REPRODUCE, extra_env=env).stdout
-    assert re.search(r'geaet\s+table1\s+1 configs', listing)
-    bad = ws('geaet', 'table9', script=REPRODUCE, extra_env=env, check=False)
-    assert bad.returncode == 2 and 'known: table1 table3 table4' in bad.stderr
-    bad = ws('nope', script=REPRODUCE, extra_env=env, check=False)
-    assert bad.returncode == 2 and "unknown paper 'nope'" in bad.stderr
+    _, out = ws(*t, '--list', main=reproduce.main)
+    assert re.search(r'geaet\s+table1\s+1 configs', out)
+    rc, _ = ws(*t, 'geaet', 'table9', check=False, main=reproduce.main)
+    assert rc == 2 and 'known: table1 table3 table4' in ws.err
+    rc, _ = ws(*t, 'nope', check=False, main=reproduce.main)
+    assert rc == 2 and "unknown paper 'nope'" in ws.err
 
 
 @pytest.mark.parametrize('paper', ['geaet', 'csa', 'mna', 'gt', 'gps'])
-def test_reproduce_dry_run_lists_every_table_of_the_repo(paper):
-    """The shipped run/tables.tsv: every table of the paper appears with its runs."""
-    out = subprocess.run(['bash', REPRODUCE, paper, '--dry-run', '--results',
-                          '/nonexistent-results'], cwd=ROOT, capture_output=True,
-                         text=True, timeout=120)
-    assert out.returncode == 0, out.stderr
+def test_reproduce_dry_run_lists_every_table_of_the_repo(paper, monkeypatch, capsys):
+    """The shipped run/tables.tsv: every table of the paper with its runs,
+    none skipped on a fresh results root."""
+    monkeypatch.chdir(ROOT)
+    assert reproduce.main([paper, '--dry-run', '--results', '/nonexistent-results']) == 0
+    out = capsys.readouterr().out
     with open(os.path.join(ROOT, 'run', 'tables.tsv')) as f:
         rows = [ln.rstrip('\n').split('\t') for ln in f if not ln.startswith(('#', 'paper'))]
     rows = [r for r in rows if r and r[0] == paper]
     for _, table, cfg, seeds, *_ in rows:
-        assert re.search(rf'#\s+{table}\s+{re.escape(cfg)}\s+seeds {seeds}', out.stdout), \
-            (table, cfg)
-    n_runs = len(_runs(out.stdout))
-    assert n_runs >= len({r[2] for r in rows})
+        assert re.search(rf'#\s+{table}\s+{re.escape(cfg)}\s+seeds {seeds}', out), (table, cfg)
+    n_runs = len([ln for ln in out.splitlines() if ln.startswith('python main.py')])
+    seeds = {}
+    for r in rows:
+        seeds.setdefault(r[2], set()).update(parse_seeds(r[3]))
+    assert n_runs == sum(len(s) for s in seeds.values())
+    assert '# skip' not in out and ', 0 complete run(s) skipped' in out
+
+
+def test_repository_ships_no_runs():
+    """results/ is run output: ignored, nothing of it tracked."""
+    with open(os.path.join(ROOT, '.gitignore')) as f:
+        assert '/results/' in f.read().split()
+    git = subprocess.run(['git', 'ls-files', 'results'], cwd=ROOT, capture_output=True,
+                         text=True)
+    if git.returncode != 0:
+        pytest.skip('not a git checkout')
+    assert git.stdout == ''

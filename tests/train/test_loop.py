@@ -7,7 +7,7 @@ import os
 import pytest
 import torch
 
-from graphgps_ext.logger import read_jsonl
+from graphgps_ext.logger import STATS_FILE, read_jsonl
 from graphgps_ext.train import checkpoint as ckpt
 from graphgps_ext.train.loop import NonFiniteLossError, concat
 from graphgps_ext.train.loss import LOSSES, cross_entropy
@@ -16,7 +16,7 @@ from graphgps_ext.train.loss import LOSSES, cross_entropy
 def stats(run_dir, split):
     """The stats lines of ``split`` without the wall-clock field."""
     return [{k: v for k, v in r.items() if k != 'time_epoch'}
-            for r in read_jsonl(os.path.join(run_dir, split, 'stats.jsonl'))]
+            for r in read_jsonl(os.path.join(run_dir, split, STATS_FILE))]
 
 
 def all_stats(run_dir):
@@ -92,7 +92,7 @@ def test_resume_reproduces_uninterrupted_run(tiny_run, tiny_cfg, tmp_path,
     assert ckpt.load(os.path.join(run_dir, 'ckpt', 'last.pt'))['epoch'] == 1
     assert 'Resume with' in open(os.path.join(run_dir, 'logging.log')).read()
     # A stats line written after the checkpoint (torn epoch) is dropped.
-    with open(os.path.join(run_dir, 'train', 'stats.jsonl'), 'a') as f:
+    with open(os.path.join(run_dir, 'train', STATS_FILE), 'a') as f:
         f.write(json.dumps({'epoch': 2, 'loss': 123.0}) + '\n')
 
     monkeypatch.setitem(LOSSES, 'cross_entropy', Interrupt(-1))

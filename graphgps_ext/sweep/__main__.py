@@ -1,0 +1,5 @@
+import sys
+
+from graphgps_ext.sweep.cli import main
+
+sys.exit(main())

@@ -1,0 +1,426 @@
+"""``python -m graphgps_ext.sweep``: the command line of the launcher."""
+import argparse
+import json
+import os
+import re
+import shlex
+import subprocess
+import sys
+from typing import Callable, List, Optional, Sequence, Tuple
+
+from graphgps_ext.sweep import grid as gridlib
+from graphgps_ext.sweep import local, slurm
+from graphgps_ext.sweep.plan import (Plan, SweepError, Target, agg_command, expand_config,
+                                     main_command, make_plan, override_keys, parse_seeds,
+                                     read_plan)
+
+PROG = 'python -m graphgps_ext.sweep'
+
+DESCRIPTION = """\
+Runs `python main.py --cfg CONFIG seed S [KEY VALUE ...]` for every config and
+seed, locally (sequentially, on the CPU or as a GPU queue) or as a SLURM array
+job, then aggregates each results folder once (`python -m graphgps_ext.agg`).
+
+Each config is resolved as main.py resolves it (the package's config loading,
+with the overrides), so `run_name` and `out_dir` overrides decide the results
+folder <out_dir>/<run_name>/<seed>, the log folder <out_dir>/<run_name>/logs/
+and the aggregation. A seed is complete, and skipped, when its `done` marker
+carries the fingerprint of the run to launch; a seed finished with another
+config is stale: reported with the keys that differ and rerun only with
+--rerun-stale.
+
+With --grid, a GraphGym grid file expands CONFIG into one config per point
+(or --sample N random points), runs them over the seeds and ranks the points
+by their mean validation metric (see docs/search.md).
+
+Exit codes: 0 done; 1 a run or the aggregation failed (listed), or a
+submission failed; 2 bad command line, config or input file."""
+
+EPILOG = """\
+examples:
+  %(prog)s configs/quickstart.yaml --seeds 0-3 -- optim.max_epoch 20
+  %(prog)s 'configs/geaet/*.yaml' --seeds 0-9 --gpus 0,1,2,3
+  %(prog)s configs/mna/nci1.yaml --seeds 0-9 --slurm --partition gpu --throttle 8 --requeue
+  %(prog)s configs/mna/nci1.yaml --grid grids/mna-nci1.txt --sample 8 --seeds 0-1
+  %(prog)s --summarize results/_search/nci1_grid_mna-nci1"""
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog=PROG, description=DESCRIPTION, epilog=EPILOG,
+                                formatter_class=argparse.RawDescriptionHelpFormatter,
+                                usage=f'{PROG} [options] CONFIG|GLOB... [-- KEY VALUE ...]')
+    p.add_argument('configs', nargs='*', metavar='CONFIG|GLOB',
+                   help="YAML files or quoted globs ('configs/geaet/*.yaml')")
+    g = p.add_argument_group('selection')
+    g.add_argument('--seeds', default=None, metavar='SPEC',
+                   help='seeds: ranges and lists, e.g. 0-9, 0,3,5, 0-3,8 (default 0)')
+    g.add_argument('--plan', metavar='FILE',
+                   help="lines 'CONFIG SEEDS' (per-config seeds; '#' comments); an "
+                        "explicit --seeds overrides the plan's seeds")
+    g.add_argument('--force', action='store_true',
+                   help='rerun complete and stale seeds too (main.py --overwrite)')
+    g.add_argument('--rerun-stale', action='store_true',
+                   help='rerun seeds finished with another config (main.py --overwrite)')
+    g.add_argument('--resume', action='store_true',
+                   help='continue unfinished runs from their last checkpoint (adds '
+                        'train.auto_resume True; default: they restart)')
+    g = p.add_argument_group('search (GraphGym grid files)')
+    g.add_argument('--grid', metavar='FILE',
+                   help="grid file: lines 'key alias [v1,v2,...]' (one CONFIG: the base)")
+    g.add_argument('--sample', type=int, metavar='N',
+                   help='N random points of the grid instead of all of them')
+    g.add_argument('--sample-seed', type=int, default=0, metavar='S',
+                   help='seed of the --sample draw (default 0)')
+    g.add_argument('--summarize', metavar='DIR',
+                   help='only aggregate and rank the points of the search in DIR '
+                        '(<results>/_search/<base>_grid_<grid>)')
+    g = p.add_argument_group('local execution (default: sequential, the environment\'s devices)')
+    g.add_argument('--gpus', metavar='LIST',
+                   help='GPU queue, e.g. 0,1,2,3: one run per GPU at a time '
+                        '(CUDA_VISIBLE_DEVICES); the next run starts when a GPU frees up')
+    g.add_argument('--cpu', action='store_true',
+                   help="sequential on the CPU (CUDA_VISIBLE_DEVICES='')")
+    g = p.add_argument_group(
+        'SLURM', 'With --slurm the runs become an array job (one task per run still to do;\n'
+                 'scripts in <results>/_slurm/) and the aggregation a dependent job\n'
+                 '(--dependency=afterany). With --gpus-per-task G > 1 or --nodes N > 1\n'
+                 'every run is data parallel on N nodes x G GPUs (srun + torchrun).')
+    g.add_argument('--slurm', action='store_true', help='submit with sbatch')
+    g.add_argument('--throttle', type=int, metavar='N',
+                   help='at most N array tasks at once (--array=...%%N)')
+    g.add_argument('--time', default='24:00:00', metavar='T', help='per-task time limit (default 24:00:00)')
+    g.add_argument('--mem', default='32G', metavar='M', help='memory per task (default 32G)')
+    g.add_argument('--partition', default='', metavar='P')
+    g.add_argument('--account', default='', metavar='A')
+    g.add_argument('--nodes', type=int, default=1, metavar='N', help='nodes per run (default 1)')
+    g.add_argument('--gpus-per-task', type=int, default=1, metavar='G',
+                   help='GPUs per run and node (default 1; 0 = none)')
+    g.add_argument('--cpus-per-task', type=int, default=4, metavar='C', help='CPUs per task (default 4)')
+    g.add_argument('--requeue', action='store_true',
+                   help='requeue on preemption and shortly before the time limit (a tenth '
+                        'of it, at most 5 min); the run resumes from its last checkpoint '
+                        '(adds train.auto_resume True)')
+    g.add_argument('--sbatch-opt', action='append', default=[], metavar='OPT',
+                   help="extra '#SBATCH OPT' line (repeatable), e.g. --sbatch-opt --qos=high")
+    g.add_argument('--job-name', default=None, metavar='NAME', help='(default ggx-<first results name>)')
+    g.add_argument('--agg-time', default=None, metavar='T',
+                   help='aggregation job time (default a tenth of --time, 10 min to 1 h)')
+    g.add_argument('--agg-mem', default=None, metavar='M',
+                   help='aggregation job memory (default an eighth of --mem, 1 to 4 GB)')
+    g.add_argument('--agg-cpus', type=int, default=None, metavar='C',
+                   help='aggregation job CPUs (default 1)')
+    g = p.add_argument_group('other')
+    g.add_argument('--results', default=None, metavar='DIR',
+                   help="results root (passed as the override out_dir; default: the "
+                        "config's out_dir)")
+    g.add_argument('--python', default=os.environ.get('PYTHON') or 'python', metavar='CMD',
+                   help='Python interpreter of the runs (default: $PYTHON or python)')
+    g.add_argument('--main', default='main.py', metavar='FILE',
+                   help='entry point (default main.py)')
+    g.add_argument('--no-agg', action='store_true', help='skip the aggregation')
+    g.add_argument('--dry-run', action='store_true',
+                   help='print the commands (or the sbatch scripts) without running anything')
+    return p
+
+
+def split_argv(argv: Sequence[str]) -> Tuple[List[str], List[str]]:
+    """Options and configs before ``--``, ``KEY VALUE`` overrides after it."""
+    argv = list(argv)
+    opts, overrides = (argv[:argv.index('--')], argv[argv.index('--') + 1:]) \
+        if '--' in argv else (argv, [])
+    # '--sbatch-opt --qos=high': the value is an sbatch option, not ours.
+    joined: List[str] = []
+    it = iter(opts)
+    for word in it:
+        if word == '--sbatch-opt':
+            word = f'--sbatch-opt={next(it, "")}'
+        joined.append(word)
+    return joined, overrides
+
+
+def _check(args, overrides: List[str]):
+    if len(overrides) % 2:
+        raise SweepError('overrides after -- must be KEY VALUE pairs, got: '
+                         + ' '.join(overrides))
+    keys = override_keys(overrides)
+    if 'seed' in keys:
+        raise SweepError("give seeds with --seeds, not the override 'seed'")
+    if args.results and 'out_dir' in keys:
+        raise SweepError("give the results root once: --results or the override 'out_dir'")
+    if args.slurm and args.gpus:
+        raise SweepError('--slurm and --gpus are exclusive (SLURM assigns GPUs)')
+    if args.cpu and args.gpus:
+        raise SweepError('--cpu and --gpus are exclusive')
+    if args.gpus and not re.fullmatch(r'\d+(,\d+)*', args.gpus):
+        raise SweepError(f"--gpus must be a comma-separated list of GPU ids, got '{args.gpus}'")
+    if args.sample is not None and not args.grid:
+        raise SweepError('--sample needs --grid')
+    if not shlex.split(args.python):
+        raise SweepError('--python must not be empty')
+
+
+def _pairs(args, plan_pairs) -> List[Tuple[str, List[int]]]:
+    """``[(config, seeds)]`` from the arguments, the plan file and the
+    caller's plan (``run/reproduce.sh``)."""
+    default = parse_seeds(args.seeds if args.seeds is not None else '0')
+    items: List[Tuple[str, List[int]]] = []
+    for arg in args.configs:
+        items += [(c, default) for c in expand_config(arg)]
+    extra = list(plan_pairs or []) + (read_plan(args.plan) if args.plan else [])
+    for arg, spec in extra:
+        seeds = default if args.seeds is not None else parse_seeds(spec)
+        items += [(c, seeds) for c in expand_config(arg)]
+    if not items:
+        raise SweepError(f'no config given (see {PROG} --help)')
+    return items
+
+
+def _has_complete(target: Target) -> bool:
+    from graphgps_ext.identity import seed_status
+    if not os.path.isdir(target.folder):
+        return False
+    return any(e.isdigit() and seed_status(target.run_dir(int(e)), target.identity).state
+               == 'complete' for e in os.listdir(target.folder))
+
+
+# --------------------------------------------------------------------------- search
+def _grid_pairs(args, overrides: List[str], seeds: List[int], say
+                ) -> Tuple[List[Tuple[str, List[int]]], List[str], str, dict]:
+    """Write the point configs of the search; returns the pairs to run, the
+    runs' overrides (without ``out_dir``: each point config holds it), the
+    search folder and the search record (without fingerprints)."""
+    from graphgps_ext.config import closest
+    from graphgps_ext.config.load import load_cfg
+    from graphgps_ext.identity import flatten
+    from graphgps_ext.sweep.plan import resolve
+    if len(args.configs) != 1 or args.plan:
+        raise SweepError('--grid takes exactly one CONFIG (the base) and no --plan')
+    base = args.configs[0]
+    if not os.path.isfile(base):
+        raise SweepError(f"config file '{base}' does not exist")
+    if 'run_name' in override_keys(overrides):
+        raise SweepError("a search names the runs of each point itself: no 'run_name' override")
+    resolved = resolve(base, overrides)  # validates the base and the overrides
+    known = flatten(load_cfg(base, list(overrides) + ['accelerator', 'cpu']))
+    grids = gridlib.read_grid(args.grid)
+    aliases = {}
+    for g in grids:
+        for k in g:
+            if k.key not in known:
+                hint = closest(k.key, list(known))
+                raise SweepError(f"{args.grid}: unknown config key '{k.key}'"
+                                 + (f"; did you mean '{hint[0]}'?" if hint else ''))
+            if k.key in override_keys(overrides):
+                raise SweepError(f"'{k.key}' is searched by {args.grid}: do not override it")
+            aliases.setdefault(k.key, k.alias)
+    root = resolved.out_dir
+    task = gridlib.task_name(base, args.grid)
+    search_dir = os.path.join(root, '_search', task)
+    cfg_dir = os.path.join(search_dir, 'configs')
+    pts = gridlib.points(gridlib.stem(base), grids, args.sample, args.sample_seed)
+    base_yaml = gridlib.read_yaml(base)
+    os.makedirs(cfg_dir, exist_ok=True)
+    names = {f'{p.name}.yaml' for p in pts}
+    for old in os.listdir(cfg_dir):  # points of an earlier search of this name
+        if old.endswith('.yaml') and old not in names:
+            os.remove(os.path.join(cfg_dir, old))
+    pairs, record = [], []
+    for p in pts:
+        path = os.path.join(cfg_dir, f'{p.name}.yaml')
+        tree = gridlib.point_config(base_yaml, p, out_dir=os.path.join(root, task),
+                                    run_name=p.name)
+        gridlib.write_yaml(path, tree, f'Point {p.name} of the search {task}: {base} with '
+                                       f'{args.grid}\n(python -m graphgps_ext.sweep --grid).')
+        pairs.append((path, seeds))
+        record.append({'name': p.name, 'config': path, 'values': p.values})
+    say(f'# search {task}: {len(pts)} of {gridlib.grid_size(grids)} points x {len(seeds)} '
+        f'seed(s); configs in {cfg_dir}')
+    run_opts = []
+    for k, v in zip(overrides[0::2], overrides[1::2]):
+        if k != 'out_dir':
+            run_opts += [k, v]
+    search = {'task': task, 'base': base, 'grid': args.grid, 'sample': args.sample,
+              'sample_seed': args.sample_seed, 'seeds': seeds,
+              'overrides': [w for w in run_opts], 'aliases': aliases,
+              'results': os.path.join(root, task), 'points': record}
+    return pairs, run_opts, search_dir, search
+
+
+def _write_search(search_dir: str, search: dict, plan: Plan):
+    from graphgps_ext.train.checkpoint import atomic_write_bytes
+    by_config = {t.config: t for t in plan.targets}
+    for p in search['points']:
+        t = by_config[p['config']]
+        p.update(folder=t.folder, fingerprint=t.fingerprint)
+    data = (json.dumps(search, indent=2) + '\n').encode()
+    atomic_write_bytes(os.path.join(search_dir, gridlib.SEARCH_FILE), lambda f: f.write(data))
+
+
+def summarize_command(search_dir: str, say: Callable[[str], None] = print) -> int:
+    ranked, search = gridlib.summarize(search_dir)
+    say(gridlib.format_summary(ranked, search))
+    best = [r for r in ranked if r.rank == 1]
+    if not best:
+        say('no point has a finished seed yet')
+        return 1
+    b = best[0]
+    metric = search.get('metric')
+    say(f"chosen: {b.point['name']} (val {metric} {gridlib._fmt(b.val)}, test {metric} "
+        f'{gridlib._fmt(b.test)}, {b.seeds} seed(s))')
+    chosen = os.path.join(search_dir, 'chosen.yaml')
+    say(f"summary: {os.path.join(search_dir, 'summary.csv')}; chosen config: {chosen}")
+    say(f'final run: {PROG} {chosen} --seeds 0-9'
+        + (f"  [screening overrides not included: {' '.join(search['overrides'])}]"
+           if search['overrides'] else ''))
+    return 0
+
+
+# --------------------------------------------------------------------------- main
+def main(argv: Optional[Sequence[str]] = None, plan_pairs=None,
+         say: Callable[[str], None] = print) -> int:
+    """Run the launcher; ``plan_pairs``: extra ``(config, seeds spec)`` pairs
+    (``run/reproduce.sh``)."""
+    opts, overrides = split_argv(sys.argv[1:] if argv is None else argv)
+    args = build_parser().parse_args(opts)
+    try:
+        return _main(args, overrides, plan_pairs, say)
+    except SweepError as err:
+        print(f'sweep: error: {err}', file=sys.stderr)
+        return 2
+
+
+def _main(args, overrides: List[str], plan_pairs, say) -> int:
+    _check(args, overrides)
+    if args.summarize:
+        return summarize_command(args.summarize, say)
+    python = shlex.split(args.python)
+    run_opts = (['out_dir', args.results.rstrip('/') or '/'] if args.results else [])
+    run_opts += overrides
+    if args.resume or args.requeue:
+        run_opts += ['train.auto_resume', 'True']
+    search_dir = search = None
+    if args.grid:
+        seeds = parse_seeds(args.seeds if args.seeds is not None else '0')
+        pairs, run_opts, search_dir, search = _grid_pairs(args, run_opts, seeds, say)
+    else:
+        pairs = _pairs(args, plan_pairs)
+    plan = make_plan(pairs, run_opts, force=args.force, rerun_stale=args.rerun_stale)
+    if search is not None:
+        _write_search(search_dir, search, plan)
+        aggs = [[*python, '-m', 'graphgps_ext.sweep', '--summarize', search_dir]]
+    else:
+        aggs = [agg_command(python, t) for t in plan.targets]
+    if args.no_agg:
+        aggs = []
+    opt = slurm.SlurmOptions(
+        time=args.time, mem=args.mem, partition=args.partition, account=args.account,
+        nodes=args.nodes, gpus_per_task=args.gpus_per_task, cpus_per_task=args.cpus_per_task,
+        throttle=args.throttle, requeue=args.requeue,
+        job_name=args.job_name or f"ggx-{search['task'] if search else plan.targets[0].name}",
+        sbatch_opts=args.sbatch_opt,
+        agg_time=args.agg_time, agg_mem=args.agg_mem, agg_cpus=args.agg_cpus)
+    if args.slurm:
+        opt.check()
+    skipped = (f'{len(plan.complete)} complete run(s) skipped'
+               + (f', {len(plan.stale)} stale skipped' if plan.stale else ''))
+    notes = plan.notes()
+    for line in notes:  # complete seeds only in a dry run; the others always
+        if args.dry_run or not line.startswith('# skip') or 'stale' in line:
+            say(line)
+    if plan.runs and not args.dry_run and not os.path.isfile(args.main):
+        raise SweepError(f"entry point '{args.main}' not found: run from the repository "
+                         'root or pass --main')
+    if args.slurm:  # scripts in <results root>/_slurm (a search's root, not its folder)
+        root = os.path.dirname(search['results']) if search else plan.targets[0].out_dir
+        return _slurm(args, plan, python, opt, aggs, skipped, os.path.join(root, '_slurm'), say)
+    return _local(args, plan, python, aggs, skipped, search_dir, say)
+
+
+def _local(args, plan: Plan, python, aggs, skipped: str, search_dir, say) -> int:
+    devices = (args.gpus.split(',') if args.gpus else [] if args.cpu else None)
+    if args.dry_run:
+        say('# ' + (f'GPU queue on {args.gpus}: one run per GPU at a time '
+                    '(CUDA_VISIBLE_DEVICES=<gpu>)' if args.gpus else
+                    "sequential on CPU (CUDA_VISIBLE_DEVICES='')" if args.cpu else 'sequential'))
+        for t in plan.targets:
+            say(f'# {t.config}: results {t.folder}/<seed>, logs {t.folder}/logs, '
+                f'fingerprint {t.fingerprint}')
+        for run in plan.runs:
+            say(f'{shlex.join(main_command(python, args.main, run))} > '
+                f'{shlex.quote(run.log)} 2>&1')
+        say(f'# {len(plan.runs)} run(s), {skipped}')
+        if aggs:
+            say('# after all runs:')
+            for cmd in aggs:
+                say(shlex.join(cmd))
+        return 0
+    say(f'# {len(plan.runs)} run(s) to do, {skipped}')
+    failed = local.run_all(plan.runs, python, args.main, devices, say)
+    agg_failed = False
+    if aggs and search_dir is not None:
+        agg_failed = subprocess.run(aggs[0]).returncode not in (0,)
+    elif aggs:
+        for t, cmd in zip(plan.targets, aggs):
+            if _has_complete(t):
+                say(f'[{local._now()}] aggregate {t.folder}')
+                agg_failed |= subprocess.run(cmd).returncode != 0
+            else:
+                say(f'# no complete run of {t.name}: not aggregated')
+    if failed:
+        print(f'{len(failed)} run(s) failed:', file=sys.stderr)
+        for line in failed:
+            print(f'  {line}', file=sys.stderr)
+        return 1
+    if agg_failed:
+        print('aggregation failed', file=sys.stderr)
+        return 1
+    return 0
+
+
+def _slurm(args, plan: Plan, python, opt: slurm.SlurmOptions, aggs, skipped: str,
+           slurm_dir: str, say) -> int:
+    if not plan.runs:
+        say(f'# nothing to run: all {len(plan.complete)} runs are complete'
+            + (f' ({len(plan.stale)} stale skipped)' if plan.stale else ''))
+        if args.dry_run:
+            for cmd in aggs:
+                say(shlex.join(cmd))
+        return 0
+    root = os.getcwd()
+    slurm_dir = os.path.join(root, slurm_dir)
+    script, agg = slurm.script_paths(slurm_dir, opt.job_name)
+    array_text = slurm.array_script(plan.runs, python, args.main, opt, root, slurm_dir, script)
+    agg_text = slurm.agg_script(aggs, opt, root, slurm_dir) if aggs else None
+    if args.dry_run:
+        say(f'# --- {script} ({len(plan.runs)} tasks, {skipped})')
+        say(array_text.rstrip('\n'))
+        if agg_text:
+            say(f'# --- {agg}')
+            say(agg_text.rstrip('\n'))
+        say('# --- submission')
+        say(f'sbatch --parsable {script}')
+        if agg_text:
+            say(f'sbatch --parsable --dependency=afterany:<jobid> {agg}')
+        return 0
+    from graphgps_ext.train.checkpoint import atomic_write_bytes
+    os.makedirs(slurm_dir, exist_ok=True)
+    data = array_text.encode()
+    atomic_write_bytes(script, lambda f: f.write(data))
+    try:
+        jobid = slurm.sbatch([script])
+    except RuntimeError as err:
+        print(f'sweep: sbatch refused the array job: {err}', file=sys.stderr)
+        return 1
+    say(f'submitted array job {jobid} ({len(plan.runs)} tasks; {skipped}): {script}')
+    if agg_text:
+        data = agg_text.encode()
+        atomic_write_bytes(agg, lambda f: f.write(data))
+        try:
+            aggid = slurm.sbatch([f'--dependency=afterany:{jobid}', agg])
+        except RuntimeError as err:
+            print(f'sweep: sbatch refused the aggregation job ({err}); the runs are '
+                  f'submitted: aggregate after them with --agg-mem/--agg-time/--agg-cpus '
+                  f'set, or run: ' + '; '.join(shlex.join(c) for c in aggs), file=sys.stderr)
+            return 1
+        say(f'submitted aggregation job {aggid} (after {jobid}): {agg}')
+    return 0

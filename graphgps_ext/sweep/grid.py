@@ -1,0 +1,299 @@
+"""Hyper-parameter search from GraphGym grid files.
+
+A grid file has one line per searched key::
+
+    # key           alias  values
+    gt.layers       l      [2,3,4,5]
+    gt.dim_hidden   d      [128,256]
+    optim.base_lr   lr     [0.001,0.0005]
+
+(values: a Python list, read with :func:`ast.literal_eval`; ``#`` starts a
+comment; a blank line starts another grid whose points are added to the
+first's, as GraphGym's ``configs_gen.py``). The search space is the union of
+the grids' Cartesian products. Every point becomes a config: the base YAML
+with the point's values, named after the aliases as GraphGym names them,
+``<base>-<alias>=<value>-...``, with ``run_name`` that name and ``out_dir``
+``<results>/<base>_grid_<grid>``. ``--sample N`` draws N distinct points
+uniformly from the space (seeded by ``--sample-seed``).
+
+The point configs, ``search.json`` (the search: base, grid, points, the
+overrides and seeds of the screening, each point's fingerprint) and the
+summary are written to ``<results>/_search/<base>_grid_<grid>/``; the runs
+go to ``<results>/<base>_grid_<grid>/<point>/<seed>/`` (GraphGym's layout,
+which its ``agg_batch`` reads).
+
+:func:`summarize` aggregates each point's seeds (only the runs of the
+point's config, by fingerprint) and ranks the points by their mean
+validation metric over seeds in the metric's direction, as GraphGym's
+``agg_batch``: ``summary.csv`` (rank, point, the values, val and test mean
+and std at each seed's best-validation epoch, seeds done / planned) and a
+printed table. The best point's config, the base with its values and
+``run_name`` set to the point's name (without the screening overrides), is
+written as ``chosen.yaml`` for the final run over more seeds.
+"""
+import ast
+import copy
+import csv
+import io
+import json
+import math
+import os
+import random
+import re
+from dataclasses import dataclass
+from typing import Any, Dict, List, Optional, Sequence, Tuple
+
+import yaml
+
+from graphgps_ext.sweep.plan import SweepError
+
+_ALIAS = re.compile(r'[A-Za-z0-9_.+]+')
+SEARCH_FILE = 'search.json'
+
+
+@dataclass
+class GridKey:
+    key: str
+    alias: str
+    values: List[Any]
+
+
+def read_grid(path: str) -> List[List[GridKey]]:
+    """The grids of a grid file (see the module docstring). Raises
+    :class:`SweepError` naming the file and line."""
+    if not os.path.isfile(path):
+        raise SweepError(f"grid file '{path}' not found")
+    grids: List[List[GridKey]] = [[]]
+    with open(path) as f:
+        for n, raw in enumerate(f, 1):
+            line = raw.split('#', 1)[0].strip()
+            if not line:
+                if grids[-1] and not raw.lstrip().startswith('#'):
+                    grids.append([])
+                continue
+            parts = line.split(None, 2)
+            where = f'{path}:{n}'
+            if len(parts) != 3:
+                raise SweepError(f"{where}: want 'key alias [v1,v2,...]', got '{line}'")
+            key, alias, text = parts
+            if not _ALIAS.fullmatch(alias):
+                raise SweepError(f"{where}: alias '{alias}' may hold letters, digits, "
+                                 "'_', '.' and '+' only (it names folders)")
+            try:
+                values = ast.literal_eval(text)
+            except (ValueError, SyntaxError):
+                raise SweepError(f"{where}: values of '{key}' are not a Python list: "
+                                 f'{text}') from None
+            if not isinstance(values, (list, tuple)) or not values:
+                raise SweepError(f"{where}: values of '{key}' must be a non-empty list, "
+                                 f'got {text}')
+            grid = grids[-1]
+            if any(g.key == key or g.alias == alias for g in grid):
+                raise SweepError(f"{where}: key '{key}' or alias '{alias}' repeated")
+            grid.append(GridKey(key, alias, [list(v) if isinstance(v, tuple) else v
+                                             for v in values]))
+    grids = [g for g in grids if g]
+    if not grids:
+        raise SweepError(f'{path}: no grid line')
+    return grids
+
+
+def format_value(value: Any) -> str:
+    """A value as it appears in a point's name (GraphGym's ``str(v)``
+    without list brackets and quotes; no spaces, ``/`` as ``_``)."""
+    if isinstance(value, (list, tuple)):
+        text = ','.join(format_value(v) for v in value)
+    else:
+        text = str(value)
+    return text.replace(' ', '').replace('/', '_')
+
+
+@dataclass
+class Point:
+    """One point of the search space: ``values`` by dotted key."""
+    name: str
+    values: Dict[str, Any]
+    aliases: Dict[str, str]  # key -> alias
+
+
+def grid_size(grids: Sequence[Sequence[GridKey]]) -> int:
+    return sum(math.prod(len(k.values) for k in g) for g in grids)
+
+
+def _point(base: str, grid: Sequence[GridKey], index: int) -> Point:
+    """The ``index``-th point of one grid (mixed radix, last key fastest)."""
+    values, aliases = {}, {}
+    for k in reversed(grid):
+        index, i = divmod(index, len(k.values))
+        values[k.key] = k.values[i]
+        aliases[k.key] = k.alias
+    values = {k.key: values[k.key] for k in grid}
+    name = base + ''.join(f'-{k.alias}={format_value(values[k.key])}' for k in grid)
+    return Point(name, values, {k.key: k.alias for k in grid})
+
+
+def points(base: str, grids: Sequence[Sequence[GridKey]], sample: Optional[int] = None,
+           seed: int = 0) -> List[Point]:
+    """Every point of the grids' union (in file order), or ``sample``
+    distinct ones drawn uniformly (``seed``), in the same order; points of
+    the same name (in two grids) count once."""
+    sizes = [math.prod(len(k.values) for k in g) for g in grids]
+    total = sum(sizes)
+    indices = range(total)
+    if sample is not None:
+        if sample < 1:
+            raise SweepError('--sample must be >= 1')
+        indices = sorted(random.Random(seed).sample(range(total), min(sample, total)))
+    out, names = [], set()
+    for flat in indices:
+        g = 0
+        while flat >= sizes[g]:
+            flat -= sizes[g]
+            g += 1
+        p = _point(base, grids[g], flat)
+        if p.name not in names:
+            names.add(p.name)
+            out.append(p)
+    return out
+
+
+def _set(tree: Dict[str, Any], key: str, value: Any):
+    node = tree
+    parts = key.split('.')
+    for part in parts[:-1]:
+        node = node.setdefault(part, {})
+        if not isinstance(node, dict):
+            raise SweepError(f"grid key '{key}': '{part}' is not a group in the base config")
+    node[parts[-1]] = value
+
+
+def point_config(base_yaml: Dict[str, Any], point: Point, **keys: Any) -> Dict[str, Any]:
+    """The base config (as read from its YAML) with the point's values and
+    the top-level ``keys`` (e.g. ``run_name``, ``out_dir``)."""
+    tree = copy.deepcopy(base_yaml)
+    for key, value in point.values.items():
+        _set(tree, key, value)
+    tree.update(keys)
+    return tree
+
+
+def write_yaml(path: str, tree: Dict[str, Any], header: str):
+    from graphgps_ext.train.checkpoint import atomic_write_bytes
+    data = (''.join(f'# {ln}\n' for ln in header.splitlines())
+            + yaml.safe_dump(tree, sort_keys=False, default_flow_style=False)).encode()
+    atomic_write_bytes(path, lambda f: f.write(data))
+
+
+def read_yaml(path: str) -> Dict[str, Any]:
+    with open(path) as f:
+        tree = yaml.safe_load(f) or {}
+    if not isinstance(tree, dict):
+        raise SweepError(f'{path}: not a YAML mapping')
+    return tree
+
+
+def stem(path: str) -> str:
+    return os.path.splitext(os.path.basename(path))[0]
+
+
+def task_name(base: str, grid: str) -> str:
+    """GraphGym's ``<base>_grid_<grid>`` (file stems)."""
+    return f'{stem(base)}_grid_{stem(grid)}'
+
+
+# --------------------------------------------------------------------------- summary
+@dataclass
+class PointResult:
+    point: Dict[str, Any]  # the entry of search.json
+    val: Optional[Tuple[float, float]] = None
+    test: Optional[Tuple[float, float]] = None
+    seeds: int = 0
+    epoch: Optional[float] = None
+    rank: Optional[int] = None
+
+
+def summarize(search_dir: str) -> Tuple[List[PointResult], Dict[str, Any]]:
+    """Aggregate every point of the search in ``search_dir`` and rank them
+    (best first; points without a finished seed last). Writes
+    ``summary.csv`` and, when a point has results, ``chosen.yaml``."""
+    from graphgps_ext.agg import aggregate
+    path = os.path.join(search_dir, SEARCH_FILE)
+    if not os.path.isfile(path):
+        raise SweepError(f'{path} not found: give the folder of a search '
+                         '(<results>/_search/<base>_grid_<grid>)')
+    with open(path) as f:
+        search = json.load(f)
+    results, metric, mode = [], None, 'max'
+    for p in search['points']:
+        res = PointResult(p)
+        folder = p['folder']
+        if os.path.isdir(folder):
+            agg = aggregate(folder, fingerprint=p.get('fingerprint'))
+            best = agg['best']
+            if 'val' in best:
+                metric = metric or best['val']['metric']
+                mode = best['val'].get('mode') or mode
+                m = best['val']['metric']
+                res.val = (best['val'][m], best['val'][f'{m}_std'])
+                res.seeds = best['val']['num_seeds']
+                res.epoch = best['val'].get('epoch')
+                if 'test' in best:
+                    res.test = (best['test'][m], best['test'][f'{m}_std'])
+        results.append(res)
+    done = [r for r in results if r.val is not None]
+    sign = -1 if mode == 'max' else 1
+    done.sort(key=lambda r: (sign * r.val[0], r.point['name']))
+    for i, r in enumerate(done, 1):
+        r.rank = i
+    ranked = done + [r for r in results if r.val is None]
+    search['metric'], search['mode'] = metric, mode
+    _write_summary(search_dir, search, ranked)
+    if done:
+        best = done[0].point
+        tree = point_config(read_yaml(search['base']), Point(best['name'], best['values'], {}),
+                            run_name=best['name'])
+        write_yaml(os.path.join(search_dir, 'chosen.yaml'), tree,
+                   f"The chosen point of the search {search['task']}: {best['name']}\n"
+                   f"(best mean val {metric} over {done[0].seeds} seed(s); screening "
+                   f"overrides not included: {' '.join(search['overrides']) or 'none'}).\n"
+                   f"Base config: {search['base']}; grid: {search['grid']}.")
+    return ranked, search
+
+
+def _fmt(pair: Optional[Tuple[float, float]]) -> str:
+    return '—' if pair is None else f'{pair[0]:.4f} ± {pair[1]:.4f}'
+
+
+def _write_summary(search_dir: str, search: Dict[str, Any], ranked: List[PointResult]):
+    from graphgps_ext.train.checkpoint import atomic_write_bytes
+    aliases = search['aliases']
+    planned = len(search['seeds'])
+    buf = io.StringIO()
+    w = csv.writer(buf)
+    w.writerow(['rank', 'point', *aliases.values(), 'val_mean', 'val_std', 'test_mean',
+                'test_std', 'num_seeds', 'planned_seeds', 'best_epoch', 'config'])
+    for r in ranked:
+        vals = [r.point['values'].get(k, '') for k in aliases]
+        w.writerow([r.rank or '', r.point['name'], *vals,
+                    *(r.val or ('', '')), *(r.test or ('', '')), r.seeds, planned,
+                    '' if r.epoch is None else r.epoch, r.point['config']])
+    data = buf.getvalue().encode()
+    atomic_write_bytes(os.path.join(search_dir, 'summary.csv'), lambda f: f.write(data))
+
+
+def format_summary(ranked: List[PointResult], search: Dict[str, Any]) -> str:
+    """The printed table: one row per point, best first."""
+    metric = search.get('metric') or 'metric'
+    aliases = list(search['aliases'].items())
+    planned = len(search['seeds'])
+    header = ['rank', *[a for _, a in aliases], f'val {metric}', f'test {metric}', 'seeds']
+    rows = [[str(r.rank or '-'), *[format_value(r.point['values'].get(k, '')) for k, _ in aliases],
+             _fmt(r.val), _fmt(r.test), f'{r.seeds}/{planned}'] for r in ranked]
+    widths = [max(len(x[i]) for x in [header] + rows) for i in range(len(header))]
+    lines = ['  '.join(c.ljust(wd) for c, wd in zip(row, widths)) for row in [header] + rows]
+    lines.insert(1, '  '.join('-' * wd for wd in widths))
+    direction = 'highest' if search.get('mode', 'max') == 'max' else 'lowest'
+    title = (f"search {search['task']}: {len(ranked)} points ranked by mean val {metric} "
+             f'over seeds ({direction} first); mean ± std (ddof=0) at each seed\'s '
+             'best-validation epoch')
+    return title + '\n' + '\n'.join(lines)

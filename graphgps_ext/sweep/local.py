@@ -1,0 +1,84 @@
+"""Running a sweep's runs on this machine: one after the other (on the
+environment's devices or on the CPU), or as a queue over GPUs with one run
+per GPU at a time (``CUDA_VISIBLE_DEVICES``), the next run starting when a
+GPU frees up. Each run's output goes to its log file
+(``<out_dir>/<run_name>/logs/seed<S>.log``), headed by the command line."""
+import datetime
+import os
+import queue
+import shlex
+import subprocess
+import threading
+from concurrent.futures import ThreadPoolExecutor
+from typing import Callable, List, Optional, Sequence
+
+from graphgps_ext.sweep.plan import Run, main_command
+
+#: ``devices``: ``None`` = the environment's, ``[]`` = the CPU, else GPU ids.
+Devices = Optional[List[str]]
+
+
+def _now() -> str:
+    return datetime.datetime.now().strftime('%H:%M:%S')
+
+
+def run_one(run: Run, python: Sequence[str], main: str, device: Optional[str]) -> int:
+    """Run ``run`` with ``CUDA_VISIBLE_DEVICES=device`` (``None``: inherit),
+    output to its log file; returns the exit code."""
+    cmd = main_command(python, main, run)
+    env = dict(os.environ)
+    if device is not None:
+        env['CUDA_VISIBLE_DEVICES'] = device
+    os.makedirs(os.path.dirname(run.log), exist_ok=True)
+    with open(run.log, 'w') as log:
+        where = (f' CUDA_VISIBLE_DEVICES={device}' if device is not None else '')
+        log.write(f'[{datetime.datetime.now().isoformat(timespec="seconds")}]{where} '
+                  f'{shlex.join(cmd)}\n')
+        log.flush()
+        try:
+            return subprocess.run(cmd, stdout=log, stderr=subprocess.STDOUT,
+                                  stdin=subprocess.DEVNULL, env=env).returncode
+        except OSError as err:  # the interpreter itself cannot start
+            log.write(f'cannot start: {err}\n')
+            return 127
+
+
+def run_all(runs: Sequence[Run], python: Sequence[str], main: str, devices: Devices,
+            say: Callable[[str], None] = print) -> List[str]:
+    """Run every run (sequentially, or as a GPU queue when ``devices`` lists
+    GPUs); returns one line per failed run."""
+    failed: List[str] = []
+    lock = threading.Lock()
+
+    def one(run: Run, device: Optional[str]):
+        where = ('' if devices is None else ' on CPU' if device == '' else f' on GPU {device}')
+        with lock:
+            say(f'[{_now()}] start {run.target.name} seed {run.seed}{where} -> {run.log}')
+        rc = run_one(run, python, main, device)
+        with lock:
+            if rc == 0:
+                say(f'[{_now()}] done {run.target.name} seed {run.seed}')
+            else:
+                say(f'[{_now()}] FAILED {run.target.name} seed {run.seed} (exit {rc})')
+                failed.append(f'{run.target.name} seed {run.seed} (exit {rc}, log {run.log})')
+
+    if not devices:
+        for run in runs:
+            one(run, None if devices is None else '')
+        return failed
+    free: 'queue.Queue[str]' = queue.Queue()
+    for gpu in devices:
+        free.put(gpu)
+
+    def on_gpu(run: Run):
+        gpu = free.get()
+        try:
+            one(run, gpu)
+        finally:
+            free.put(gpu)
+
+    # As many workers as GPUs: a run starts as soon as one is free, in order.
+    with ThreadPoolExecutor(max_workers=len(devices)) as pool:
+        for f in [pool.submit(on_gpu, run) for run in runs]:
+            f.result()
+    return failed

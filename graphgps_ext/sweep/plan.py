@@ -1,0 +1,219 @@
+"""What a sweep runs: configs x seeds, resolved as ``main.py`` resolves them.
+
+Each config is loaded with the package's own :func:`~graphgps_ext.config.load.load_cfg`
+and the sweep's overrides, so its results folder ``<out_dir>/<run_name>``,
+its log folder ``<out_dir>/<run_name>/logs`` and its identity
+(:func:`graphgps_ext.identity.identity`) are those of the runs it launches
+(``run_name`` and ``out_dir`` overrides included). A seed is skipped only
+when :func:`~graphgps_ext.identity.seed_status` says ``complete`` (its
+``done`` marker carries this identity's fingerprint); a seed finished with
+another config is *stale*: reported with the keys that differ and re-run
+only when asked.
+"""
+import glob
+import os
+import re
+from dataclasses import dataclass, field
+from typing import Dict, List, Sequence, Tuple
+
+from graphgps_ext.identity import SeedStatus, fingerprint, identity, seed_status
+
+
+class SweepError(ValueError):
+    """A mistake on the command line or in an input file (exit code 2)."""
+
+
+_SEEDS = re.compile(r'\d+(-\d+)?(,\d+(-\d+)?)*')
+
+
+def parse_seeds(spec: str) -> List[int]:
+    """``'0-3,8'`` -> ``[0, 1, 2, 3, 8]`` (ranges and lists; order kept,
+    duplicates dropped). Raises :class:`SweepError`."""
+    spec = str(spec).strip()
+    if not _SEEDS.fullmatch(spec):
+        raise SweepError(f"bad --seeds '{spec}': use ranges and lists such as 0-9 "
+                         'or 0,2,5 or 0-3,8')
+    out: List[int] = []
+    for part in spec.split(','):
+        lo, _, hi = part.partition('-')
+        if hi and int(lo) > int(hi):
+            raise SweepError(f"bad seed range '{part}' (start > end)")
+        for seed in range(int(lo), int(hi or lo) + 1):
+            if seed not in out:
+                out.append(seed)
+    return out
+
+
+def expand_config(arg: str) -> List[str]:
+    """A YAML file, or the files a (quoted) glob matches, sorted."""
+    paths = [arg] if os.path.isfile(arg) else sorted(p for p in glob.glob(arg)
+                                                     if os.path.isfile(p))
+    if not paths:
+        raise SweepError(f"no config matches '{arg}'")
+    for p in paths:
+        if not p.endswith(('.yaml', '.yml')):
+            raise SweepError(f"'{p}' is not a YAML config")
+    return paths
+
+
+def read_plan(path: str) -> List[Tuple[str, str]]:
+    """``[(config or glob, seeds)]`` of a plan file: lines ``CONFIG SEEDS``,
+    ``#`` comments."""
+    if not os.path.isfile(path):
+        raise SweepError(f"plan file '{path}' not found")
+    out = []
+    with open(path) as f:
+        for n, line in enumerate(f, 1):
+            line = line.split('#', 1)[0].strip()
+            if not line:
+                continue
+            parts = line.split()
+            if len(parts) != 2:
+                raise SweepError(f"{path}:{n}: bad plan line '{line}' (want: CONFIG SEEDS)")
+            out.append((parts[0], parts[1]))
+    return out
+
+
+def override_keys(overrides: Sequence[str]) -> List[str]:
+    return list(overrides[0::2])
+
+
+@dataclass
+class Target:
+    """One config resolved with the sweep's overrides.
+
+    Attributes:
+        config: the YAML file.
+        overrides: ``KEY VALUE`` words passed to ``main.py``.
+        out_dir, name: ``cfg.out_dir`` and ``cfg.run_name``: the runs go to
+            ``<out_dir>/<name>/<seed>``.
+        identity, fingerprint: the runs' identity and its fingerprint.
+    """
+    config: str
+    overrides: List[str]
+    out_dir: str
+    name: str
+    identity: Dict
+    fingerprint: str
+
+    @property
+    def folder(self) -> str:
+        return os.path.join(self.out_dir, self.name)
+
+    def run_dir(self, seed: int) -> str:
+        return os.path.join(self.folder, str(seed))
+
+    def log(self, seed: int) -> str:
+        return os.path.join(self.folder, 'logs', f'seed{seed}.log')
+
+
+def resolve(config: str, overrides: Sequence[str]) -> Target:
+    """Load ``config`` with ``overrides`` as ``main.py`` does. The
+    accelerator is resolved as ``cpu`` here (it is not part of the identity),
+    so that a login node without GPUs resolves GPU configs. Raises
+    :class:`SweepError` naming the config on a config error."""
+    from graphgps_ext.config import ConfigError
+    from graphgps_ext.config.load import load_cfg
+    try:
+        cfg = load_cfg(config, list(overrides) + ['accelerator', 'cpu'])
+    except ConfigError as err:
+        raise SweepError(f'{config}: {err}') from None
+    ident = identity(cfg)
+    return Target(config, list(overrides), str(cfg.out_dir), str(cfg.run_name), ident,
+                  fingerprint(ident))
+
+
+@dataclass
+class Run:
+    """One seed of a target to run; ``overwrite``: it replaces a finished
+    seed (``main.py --overwrite``)."""
+    target: Target
+    seed: int
+    status: SeedStatus
+    overwrite: bool = False
+
+    @property
+    def run_dir(self) -> str:
+        return self.target.run_dir(self.seed)
+
+    @property
+    def log(self) -> str:
+        return self.target.log(self.seed)
+
+
+@dataclass
+class Plan:
+    """The runs to do and the seeds left alone, per target in order."""
+    targets: List[Target] = field(default_factory=list)
+    runs: List[Run] = field(default_factory=list)
+    complete: List[Run] = field(default_factory=list)
+    stale: List[Run] = field(default_factory=list)
+
+    def notes(self) -> List[str]:
+        """One line per seed left alone or run for a reason worth saying."""
+        out = []
+        for r in self.complete:
+            out.append(f'# skip {r.target.name} seed {r.seed} (complete: {r.run_dir})')
+        for r in self.stale:
+            out.append(f'# skip {r.target.name} seed {r.seed} ({r.status.describe()}; '
+                       '--rerun-stale reruns it)')
+        for r in self.runs:
+            if r.status.state in ('stale', 'complete'):
+                out.append(f'# rerun {r.target.name} seed {r.seed} ({r.status.describe()}; '
+                           'replaced: --overwrite)')
+            elif r.status.state == 'unfinished':
+                how = ('resumes from its checkpoint' if 'train.auto_resume' in
+                       override_keys(r.target.overrides) else 'restarts')
+                out.append(f'# unfinished {r.target.name} seed {r.seed} ({how})')
+        return out
+
+
+def make_plan(pairs: Sequence[Tuple[str, Sequence[int]]], overrides: Sequence[str],
+              force: bool = False, rerun_stale: bool = False) -> Plan:
+    """Resolve every ``(config, seeds)`` and sort its seeds into runs to do,
+    complete and stale ones. Two configs that resolve to one results folder
+    with different identities are refused (their seeds would mix)."""
+    plan = Plan()
+    by_folder: Dict[str, Target] = {}
+    seen = set()
+    for config, seeds in pairs:
+        target = resolve(config, overrides)
+        known = by_folder.get(os.path.normpath(target.folder))
+        if known is None:
+            by_folder[os.path.normpath(target.folder)] = target
+            plan.targets.append(target)
+        elif known.fingerprint != target.fingerprint:
+            from graphgps_ext.identity import diff, format_changes
+            raise SweepError(
+                f'{known.config} and {target.config} both write to {target.folder} but '
+                f'differ ({format_changes(diff(known.identity, target.identity))}): give '
+                'them different run_name values')
+        else:
+            target = known
+        for seed in seeds:
+            key = (os.path.normpath(target.folder), seed)
+            if key in seen:
+                continue
+            seen.add(key)
+            status = seed_status(target.run_dir(seed), target.identity)
+            run = Run(target, seed, status)
+            if status.state == 'complete' and not force:
+                plan.complete.append(run)
+            elif status.state == 'stale' and not (force or rerun_stale):
+                plan.stale.append(run)
+            else:
+                run.overwrite = status.state in ('complete', 'stale')
+                plan.runs.append(run)
+    return plan
+
+
+def main_command(python: Sequence[str], main: str, run: Run) -> List[str]:
+    """``python main.py --cfg CONFIG [--overwrite] seed S KEY VALUE ...``."""
+    return ([*python, main, '--cfg', run.target.config]
+            + (['--overwrite'] if run.overwrite else [])
+            + ['seed', str(run.seed), *run.target.overrides])
+
+
+def agg_command(python: Sequence[str], target: Target) -> List[str]:
+    return [*python, '-m', 'graphgps_ext.agg', target.folder,
+            '--fingerprint', target.fingerprint]

