@@ -38,6 +38,7 @@ API: :func:`detect` (source name or ``None``), :func:`translate`
 (:class:`Translation`), :func:`translate_file`, :func:`merge_config_file`
 (the hook used by ``load_cfg``), :func:`last_translation`.
 """
+import contextlib
 import logging
 import os
 from dataclasses import dataclass, field
@@ -814,17 +815,19 @@ class _Translator:
 
     def _rule_loss_metric(self):
         loss = str(self.get('model.loss_fun'))
-        if loss == 'cross_entropy':  # GraphGym: BCE on multi-label targets
-            new = ('bce' if str(self.get('dataset.task_type'))
-                   == 'classification_multilabel' else 'cross_entropy')
+        if loss == 'cross_entropy':  # GraphGym: BCE on 0/1 targets
+            binary = (str(self.get('dataset.task_type')) ==
+                      'classification_multilabel' or
+                      self.out.get('gnn.head') == 'inductive_link')
+            new = 'bce' if binary else 'cross_entropy'
         elif loss in ('l1', 'mse', 'weighted_cross_entropy'):
             new = loss
         else:
             self.fail('model.loss_fun', 'losses here: l1, mse, cross_entropy, '
                       'weighted_cross_entropy')
         self.translate('model.loss_fun', {'model.loss_fun': new},
-                       "GraphGym's cross_entropy on multi-label targets"
-                       if new != loss else '')
+                       "GraphGym's cross_entropy on 0/1 targets (multi-label, "
+                       'links)' if new != loss else '')
         metric = str(self.get('metric_best'))
         if metric == 'f1':
             new_m = ('f1_subtoken' if str(self.get('dataset.name')) == 'ogbg-code2'
@@ -953,6 +956,18 @@ def translate_file(path: str, ours: Optional[Dict[str, Any]] = None
 
 _last: Optional[Translation] = None
 _logged: Dict[str, Tuple[float, int]] = {}
+_quiet = [False]
+
+
+@contextlib.contextmanager
+def quiet():
+    """Within it, :func:`merge_config_file` does not log the notes (a caller
+    that prints them itself, e.g. ``--dry-run``)."""
+    before, _quiet[0] = _quiet[0], True
+    try:
+        yield
+    finally:
+        _quiet[0] = before
 
 
 def last_translation() -> Optional[Translation]:
@@ -978,7 +993,7 @@ def merge_config_file(cfg, path: str) -> Optional[Translation]:
     merge_node(cfg, CfgNode(translation.config), path)
     stamp = os.stat(path)
     key = os.path.abspath(path)
-    if _logged.get(key) != (stamp.st_mtime, stamp.st_size):
+    if not _quiet[0] and _logged.get(key) != (stamp.st_mtime, stamp.st_size):
         _logged[key] = (stamp.st_mtime, stamp.st_size)
         log_translation(translation)
     return translation
