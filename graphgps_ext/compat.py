@@ -42,7 +42,7 @@ import contextlib
 import logging
 import os
 from dataclasses import dataclass, field
-from typing import Any, Callable, Dict, List, Optional, Tuple
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 import yaml
 
@@ -245,6 +245,9 @@ _INERT_ALWAYS = {
     'gt.full_graph': 'read by the SAN model only',
     'gt.gamma': 'read by the SAN model only',
     'model.thresh': 'GraphGym evaluation threshold, not used by these metrics',
+    'gnn.residual': "read by GraphGPS's custom_gnn only",
+    'train.eval_smoothing_metrics': "GEAET's logger smooths the reported "
+                                    'metrics; the results here are per epoch',
 }
 
 _LOCAL = {'None': 'None', 'CustomGatedGCN': 'GatedGCN', 'GINE': 'GINE'}
@@ -252,10 +255,11 @@ _LOCAL_GEAET = dict(_LOCAL, GCN='GCN', GIN='GIN')
 _GLOBAL = {'None': 'None', 'Transformer': 'Transformer'}
 _TYPE_NODE = {'TypeDictNode': 'TypeDictNode', 'Atom': 'Atom',
               'LinearNode': 'LinearNode', 'VOCNode': 'LinearNode',
-              'ASTNode': 'ASTNode'}
+              'COCONode': 'LinearNode', 'ASTNode': 'ASTNode'}
 _TYPE_EDGE = {'TypeDictEdge': 'TypeDictEdge', 'Bond': 'Bond',
               'LinearEdge': 'LinearEdge', 'VOCEdge': 'LinearEdge',
-              'DummyEdge': 'DummyEdge', 'ASTEdge': 'LinearEdge'}
+              'COCOEdge': 'LinearEdge', 'DummyEdge': 'DummyEdge',
+              'ASTEdge': 'LinearEdge'}
 _CSA_TYPE_EDGE = {'TypeDictEdge': 'TypeDictEdge', 'Bond': 'Bond',
                   'LinearEdge': 'LinearEdge', 'Dummy': 'DummyEdge'}
 _PES = ('LapPE', 'RWSE', 'EquivStableLapPE')
@@ -285,9 +289,12 @@ class _Translator:
     a rule (translated, kept or inert); :meth:`_rest` refuses the others."""
 
     def __init__(self, source: str, flat: Dict[str, Any], path: str,
-                 ours: Optional[Dict[str, Any]] = None):
+                 ours: Optional[Dict[str, Any]] = None,
+                 overrides: Sequence[str] = ()):
         self.source, self.src, self.path = source, flat, path
         self.ours = ours or {}  # this project's defaults (flat)
+        self.overrides = set(overrides)  # keys set on the command line
+        self.custom = False  # GraphGPS's custom_gnn (an MPNN stack)
         self.defaults = _DEFAULTS[source]
         self.out: Dict[str, Any] = {}
         self.notes: List[str] = []
@@ -374,20 +381,51 @@ class _Translator:
     def _rule_model(self):
         mtype = self.get('model.type')
         wanted = 'GEAET' if self.source == GEAET else 'GPSModel'
-        if mtype != wanted:
+        self.custom = self.source == GRAPHGPS and mtype == 'custom_gnn'
+        if mtype != wanted and not self.custom:
             self.fail('model.type', f"this translation builds {self.source}'s "
-                      f"'{wanted}' network; {mtype!r} is another one")
-        self.translate('model.type', {'model.type': 'GPSModel'})
+                      f"'{wanted}'" + (" and GraphGPS's 'custom_gnn'"
+                                       if self.source == GRAPHGPS else '')
+                      + f' networks; {mtype!r} is another one')
+        self.translate('model.type', {'model.type': 'GPSModel'},
+                       'a stack of MPNN-only layers' if self.custom else '')
         if int(self.get('gnn.layers_pre_mp')) > 0:
             self.fail('gnn.layers_pre_mp', 'no GraphGym pre-MP layers are '
                       'built before the first layer here')
         self.inert('gnn.layers_pre_mp', 'no pre-MP layers')
         hidden, inner = int(self.get('gt.dim_hidden')), int(self.get('gnn.dim_inner'))
+        if self.custom:
+            self.translate('gnn.dim_inner', {'gt.dim_hidden': inner})
+            return
         if hidden != inner:
             self.fail('gnn.dim_inner', f'the source model requires '
                       f'gt.dim_hidden ({hidden}) == gnn.dim_inner ({inner})')
         self.copy('gt.dim_hidden')
         self.inert('gnn.dim_inner', 'equal to gt.dim_hidden')
+
+    def _custom_gnn_layers(self):
+        """GraphGPS's custom_gnn: ``gnn.layers_mp`` GatedGCN or GINE layers
+        (residual ``gnn.residual``, dropout ``gnn.dropout``), no attention,
+        no FFN, no layer norms."""
+        conv = {'gatedgcnconv': 'GatedGCN', 'gineconv': 'GINE'}.get(
+            str(self.get('gnn.layer_type', 'generalconv')))
+        if conv is None:
+            self.fail('gnn.layer_type', "custom_gnn's layers here: "
+                      'gatedgcnconv, gineconv')
+        self.local, self.glob, self.ext = conv, 'None', 'None'
+        self.translate('gnn.layer_type', {'gt.layer_type': f'{conv}+None+None'})
+        self.translate('gnn.layers_mp', {'gt.layers': int(self.get('gnn.layers_mp', 2))})
+        self.translate('gnn.dropout', {'gt.dropout': float(self.get('gnn.dropout', 0.0))})
+        self.translate('gnn.residual', {'gt.residual': bool(self.get('gnn.residual', False))})
+        for key, value in (('gt.ffn', False), ('gt.norm', 'none'), ('gt.pre_norm', False),
+                           ('gt.ffn_mult', 2.0), ('gt.act', 'relu'),
+                           ('mpnn.act', 'relu'), ('mpnn.out_act', conv == 'GINE'),
+                           ('mpnn.gin_train_eps', False), ('mpnn.edge_norm', 'batch')):
+            self.put(key, value)
+        self.act = 'relu'
+        self.inert('gnn.act', "GraphGPS's GatedGCN and GINE layers always use ReLU")
+        for key in [k for k in self.src if k.startswith('gt.')]:
+            self.inert(key, 'custom_gnn reads gnn.*')
 
     def _rule_dataset(self):
         fmt, name = self.get('dataset.format'), str(self.get('dataset.name'))
@@ -460,6 +498,9 @@ class _Translator:
         return tuple(out + ['None'] * (3 - len(out)))
 
     def _rule_layers(self):
+        if self.custom:
+            self._custom_gnn_layers()
+            return
         local, glob, ext = self._layer_parts()
         self.local, self.glob, self.ext = local, glob, ext
         self.translate('gt.layer_type', {'gt.layer_type': f'{local}+{glob}+{ext}'})
@@ -520,13 +561,19 @@ class _Translator:
             active['gt.external_dropout'] = float(self.get('gt.external_dropout'))
         if len(set(active.values())) > 1:
             keys = ', '.join(f'{k} {v}' for k, v in active.items())
-            raise ConfigError(
-                f"{self.path + ': ' if self.path else ''}GEAET config: the "
-                f'per-branch dropouts {keys} differ; one rate (gt.dropout) '
-                'serves every branch and the FFN here')
-        rate = next(iter(active.values()), 0.0)
-        self.translate(tuple(active), {'gt.dropout': rate},
-                       'one rate for every branch and the FFN here')
+            if 'gt.dropout' not in self.overrides:
+                raise ConfigError(
+                    f"{self.path + ': ' if self.path else ''}GEAET config: the "
+                    f'per-branch dropouts {keys} differ; one rate serves every '
+                    'branch and the FFN here: choose it on the command line, '
+                    'e.g. gt.dropout ' + str(max(active.values())))
+            self.consumed.update(active)
+            self.note(f'{keys} -> gt.dropout from the command line (one rate '
+                      'for every branch and the FFN here)')
+        else:
+            rate = next(iter(active.values()), 0.0)
+            self.translate(tuple(active), {'gt.dropout': rate},
+                           'one rate for every branch and the FFN here')
         self.inert('gt.local_dropout', "GatedGCN applies gt.ffn_dropout "
                    "itself in GEAET's code" if self.local == 'GatedGCN'
                    else 'no local branch')
@@ -623,6 +670,11 @@ class _Translator:
             self.inert(key, 'read by the CSA branch only')
 
     def _csa_pair_encoder(self, name: str):
+        if self.local != 'None':
+            self.fail('gt.layer_type', f"CSA's {self.src.get('gt.layer_type')} "
+                      'feeds the local model the sparse edges of the CSA edge '
+                      'encoder (bond types || relative encoding); the local '
+                      'branch here has its own edge encoder')
         parts = name.split('+')
         if len(parts) != 2 or parts[0] not in _CSA_TYPE_EDGE or \
                 parts[1] not in ('RWSE', 'SPDE', 'None'):
@@ -680,6 +732,9 @@ class _Translator:
     def _rule_posenc(self):
         used = set(self.node_pes)
         es = bool(self.get('posenc_EquivStableLapPE.enable'))
+        if es and self.custom:
+            self.fail('posenc_EquivStableLapPE.enable', "GraphGPS's custom_gnn "
+                      'layers do not read the EquivStableLapPE')
         if es and 'EquivStableLapPE' not in used:
             self.fail('posenc_EquivStableLapPE.enable', "the source's layers "
                       'then read an EquivStableLapPE that no encoder computes; '
@@ -786,11 +841,15 @@ class _Translator:
         elif head == 'mlp_graph' and self.source == GEAET:
             # GEAET's own head: pool, then (Dropout, Linear, act) x (L-1),
             # Dropout, Linear.
-            if float(self.get('gnn.dropout')) > 0:
+            if float(self.get('gnn.dropout')) > 0 and 'head.dropout' not in self.overrides:
                 self.fail('gnn.dropout', "GEAET's mlp_graph head also drops "
                           'out the pooled input; the head MLP here drops out '
-                          'between its layers only (head.dropout)')
+                          'between its layers only: choose that rate on the '
+                          'command line, e.g. head.dropout '
+                          + str(self.get('gnn.dropout')))
             mlp['head.act'] = self.act
+            if 'head.dropout' in self.overrides:
+                del mlp['head.dropout']
             self.translate(keys + ('gnn.dropout',), dict(
                 {'gnn.head': 'graph_mlp', 'head.layers': post,
                  'head.width': 'constant'}, **mlp))
@@ -921,17 +980,20 @@ def _nest(flat: Dict[str, Any]) -> Dict[str, Any]:
 
 
 def translate(raw: Dict[str, Any], source: Optional[str] = None,
-              path: str = '', ours: Optional[Dict[str, Any]] = None
-              ) -> Translation:
+              path: str = '', ours: Optional[Dict[str, Any]] = None,
+              overrides: Sequence[str] = ()) -> Translation:
     """Translate a parsed foreign config (``source`` detected when ``None``).
 
     ``ours``: this project's defaults as a flat ``{dotted key: value}``
     (optional): a source default equal to ours is then not logged.
+    ``overrides``: the keys the command line sets (they settle the few
+    choices the translation cannot make, e.g. ``gt.dropout`` for GEAET's
+    unequal per-branch dropouts).
     Raises :class:`~graphgps_ext.config.ConfigError` for a refused key."""
     source = source or detect(raw)
     if source not in SOURCES:
         raise ValueError('not a GraphGPS, GEAET or CSA config')
-    return _Translator(source, flatten(raw), path, ours).run()
+    return _Translator(source, flatten(raw), path, ours, overrides).run()
 
 
 def read_yaml(path: str) -> Any:
@@ -943,15 +1005,15 @@ def read_yaml(path: str) -> Any:
             raise ConfigError(f'{path}: not valid YAML: {err}') from None
 
 
-def translate_file(path: str, ours: Optional[Dict[str, Any]] = None
-                   ) -> Optional[Translation]:
+def translate_file(path: str, ours: Optional[Dict[str, Any]] = None,
+                   overrides: Sequence[str] = ()) -> Optional[Translation]:
     """The :class:`Translation` of a foreign config file, ``None`` for one of
-    this project's configs (``ours`` as in :func:`translate`)."""
+    this project's configs (``ours``, ``overrides`` as in :func:`translate`)."""
     if not path.endswith(('.yaml', '.yml')):
         return None
     raw = read_yaml(path)
     source = detect(raw)
-    return None if source is None else translate(raw, source, path, ours)
+    return None if source is None else translate(raw, source, path, ours, overrides)
 
 
 _last: Optional[Translation] = None
@@ -976,15 +1038,18 @@ def last_translation() -> Optional[Translation]:
     return _last
 
 
-def merge_config_file(cfg, path: str) -> Optional[Translation]:
+def merge_config_file(cfg, path: str, opts: Optional[Sequence[str]] = None
+                      ) -> Optional[Translation]:
     """Merge the config file ``path`` into ``cfg``: a GraphGPS, GEAET or CSA
     config is translated first (its notes logged once per file and
     process); this project's own configs go to
-    :func:`~graphgps_ext.config.merge_file` unchanged. Returns the
+    :func:`~graphgps_ext.config.merge_file` unchanged. ``opts``: the
+    command line's ``KEY VALUE`` list (merged later by the caller; its keys
+    settle the choices a translation cannot make). Returns the
     :class:`Translation` or ``None``."""
     global _last
     from graphgps_ext.config import merge_file, merge_node
-    translation = translate_file(path, flatten(cfg))
+    translation = translate_file(path, flatten(cfg), list(opts or [])[0::2])
     _last = translation
     if translation is None:
         merge_file(cfg, path)

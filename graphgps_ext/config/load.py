@@ -69,7 +69,7 @@ def load_cfg(cfg_file: Optional[str] = None,
     if cfg_file is not None:
         if not os.path.isfile(cfg_file):
             raise ConfigError(f"config file '{cfg_file}' does not exist")
-        merge_config_file(cfg, cfg_file)  # GraphGPS/GEAET/CSA: translated
+        merge_config_file(cfg, cfg_file, opts)  # GraphGPS/GEAET/CSA: translated
     merge_list(cfg, opts)
     check_values(cfg)
     cfg.accelerator = resolve_accelerator(cfg.accelerator)
