@@ -18,9 +18,13 @@ def mpnn_cfg(cfg):
     # EquivStableLapPE positions p (needs the EquivStableLapPE node encoder,
     # which provides them to the layers as ctx.extras['pe_equiv']).
     cfg.mpnn.equivstable_pe = False
+    # GatedGCN: norm of the node update before its activation (GraphGPS's
+    # GatedGCNLayer bn_node_x, also in the GEAET and CSA code: batch).
+    cfg.mpnn.node_norm = 'batch'
     # GatedGCN: norm on the edge stream (Bresson & Laurent / GraphGPS: batch).
     cfg.mpnn.edge_norm = 'batch'
 
 
 choices('mpnn.act', ['relu', 'gelu', 'elu', 'leaky_relu', 'silu', 'tanh'])
+choices('mpnn.node_norm', ['batch', 'layer', 'none'])
 choices('mpnn.edge_norm', ['batch', 'layer', 'none'])
