@@ -201,14 +201,18 @@ def stack(layer_type: str, *, layers: int, dim: int, heads: Optional[int] = None
           act: str = 'relu', ffn: bool = True, **extra) -> Dict[str, Any]:
     """The ``gt`` group: ``layers`` hybrid layers of width ``dim``. ``heads``
     and ``attn_dropout`` are written only when given (they are read only by
-    the attention branches: Transformer, CSA, MNA, GT)."""
+    the attention branches: Transformer, CSA, MNA, GT), the FFN activation
+    ``act`` only with the FFN."""
     g: Dict[str, Any] = {'layer_type': layer_type, 'layers': layers, 'dim_hidden': dim}
     if heads is not None:
         g['n_heads'] = heads
     g['dropout'] = dropout
     if attn_dropout is not None:
         g['attn_dropout'] = attn_dropout
-    g.update({'norm': norm, 'act': act, 'ffn': ffn})
+    g['norm'] = norm
+    if ffn:
+        g['act'] = act
+    g['ffn'] = ffn
     g.update(extra)
     return {'gt': g}
 
