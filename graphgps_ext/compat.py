@@ -250,7 +250,16 @@ _INERT_ALWAYS = {
                                     'metrics; the results here are per epoch',
 }
 
+# The local, global and external models of the sources' layers, and the
+# options of this project's branches that make them the sources' modules.
 _LOCAL = {'None': 'None', 'CustomGatedGCN': 'GatedGCN', 'GINE': 'GINE'}
+_LAYER_PARITY = {
+    'gt.pre_norm': False, 'gt.residual': True, 'gt.ffn_mult': 2.0,
+    'mpnn.node_norm': 'batch',       # GatedGCNLayer's bn_node_x
+    'mpnn.edge_norm': 'batch',       # GatedGCNLayer's bn_edge_e
+    'mpnn.gin_mlp': 'graphgps',      # GIN's MLP: Linear-act-Linear
+    'mpnn.gin_train_eps': False,     # PyG's GINConv / GINEConv default
+}
 _LOCAL_GEAET = dict(_LOCAL, GCN='GCN', GIN='GIN')
 _GLOBAL = {'None': 'None', 'Transformer': 'Transformer'}
 _TYPE_NODE = {'TypeDictNode': 'TypeDictNode', 'Atom': 'Atom',
@@ -417,10 +426,10 @@ class _Translator:
         self.translate('gnn.layers_mp', {'gt.layers': int(self.get('gnn.layers_mp', 2))})
         self.translate('gnn.dropout', {'gt.dropout': float(self.get('gnn.dropout', 0.0))})
         self.translate('gnn.residual', {'gt.residual': bool(self.get('gnn.residual', False))})
-        for key, value in (('gt.ffn', False), ('gt.norm', 'none'), ('gt.pre_norm', False),
-                           ('gt.ffn_mult', 2.0), ('gt.act', 'relu'),
-                           ('mpnn.act', 'relu'), ('mpnn.out_act', conv == 'GINE'),
-                           ('mpnn.gin_train_eps', False), ('mpnn.edge_norm', 'batch')):
+        for key, value in dict(_LAYER_PARITY, **{
+                'gt.ffn': False, 'gt.norm': 'none', 'gt.act': 'relu',
+                'gt.parity_norm_without_ffn': False, 'mpnn.act': 'relu',
+                'mpnn.out_act': conv == 'GINE'}).items():
             self.put(key, value)
         self.act = 'relu'
         self.inert('gnn.act', "GraphGPS's GatedGCN and GINE layers always use ReLU")
@@ -513,10 +522,9 @@ class _Translator:
                       'the norms here are per node (gt.norm batch, layer, none)')
         self.translate(('gt.layer_norm', 'gt.batch_norm'),
                        {'gt.norm': 'batch' if bool(self.get('gt.batch_norm')) else 'none'})
-        for key, value in (('gt.pre_norm', False), ('gt.residual', True),
-                           ('gt.ffn_mult', 2.0), ('mpnn.gin_train_eps', False),
-                           ('mpnn.edge_norm', 'batch')):
+        for key, value in _LAYER_PARITY.items():
             self.put(key, value)
+        self.put('gt.parity_norm_without_ffn', False)
         if self.source == GRAPHGPS:
             self.act = 'relu'
             self.inert('gnn.act', "GraphGPS's layer and heads always use ReLU")
@@ -547,7 +555,10 @@ class _Translator:
 
     def _geaet_layer(self):
         use_ffn = bool(self.get('gt.use_ffn'))
-        self.translate('gt.use_ffn', {'gt.ffn': use_ffn})
+        self.translate('gt.use_ffn', {'gt.ffn': use_ffn,
+                                      'gt.parity_norm_without_ffn': not use_ffn},
+                       '' if use_ffn else "GEAET's layer still applies the "
+                       "FFN's norm to the sum of the branches")
         self.translate('gnn.act', {'gt.act': self.act, 'mpnn.act': self.act})
         # The dropouts that act in GEAET's layer for this stack.
         active = {}

@@ -97,28 +97,16 @@ def test_own_configs_are_not_translated():
 # ------------------------------------------------------------ model parity --
 # Differences from the authors' count, each with the module that causes it
 # and its exact size from the translated config (none: exact parity).
-def _gatedgcn_bn(cfg):
-    return cfg.gt.layers * 2 * cfg.gt.dim_hidden
-
-
 def _csa_unused(cfg):
     d, rings = cfg.gt.dim_hidden, cfg.pairenc.rings and cfg.pairenc.ring_mode == 'categorical'
     return cfg.gt.layers * 2 * d + (-1 if rings else 1) * (d // 2)
 
 
-_GATEDGCN = ("GraphGPS's GatedGCNLayer has a node BatchNorm (bn_node_x, "
-             '2 d per layer) that the GatedGCN branch lacks', _gatedgcn_bn)
 _CSA = ("CSA's GPSLayer allocates norm1_local (a BatchNorm, 2 d per layer) that "
         "its forward never uses without a local model, and CSA's "
         'DenseEdgeEncoder has 3 rows of d/2 where the pair encoder has 2 '
         '(4 with categorical rings)', _csa_unused)
 DIFFERENCES = {
-    'graphgps/cifar10-GPS.yaml': _GATEDGCN, 'graphgps/mnist-GPS.yaml': _GATEDGCN,
-    'graphgps/pattern-GPS.yaml': _GATEDGCN,
-    'graphgps/peptides-func-GPS.yaml': _GATEDGCN,
-    'graphgps/vocsuperpixels-GPS.yaml': _GATEDGCN,
-    'geaet/CIFAR10.yaml': _GATEDGCN, 'geaet/mnist.yaml': _GATEDGCN,
-    'geaet/pattern.yaml': _GATEDGCN, 'geaet/vocsp.yaml': _GATEDGCN,
     'csa/zinc-CSA+RWSE.yaml': _CSA, 'csa/zinc-CSA+Rings.yaml': _CSA,
     'csa/zinc-CSA+SPDE.yaml': _CSA, 'csa/pattern-CSA.yaml': _CSA,
     'csa/mnist-CSA.yaml': _CSA,
@@ -167,8 +155,9 @@ def test_two_class_tasks_predict_one_logit_as_graphgym():
     theirs = check(fixture('graphgps/pattern-GPS.yaml'), [])
     assert theirs.task.num_outputs == 1
     assert theirs.cfg.dataset.binary_single_logit
-    ours = check(os.path.join(ROOT, 'configs', 'gps', 'pattern.yaml'), [])
-    assert ours.task.num_outputs == 2
+    two = check(fixture('graphgps/pattern-GPS.yaml'),
+                ['dataset.binary_single_logit', 'False'])
+    assert two.task.num_outputs == 2 and two.params == theirs.params + 65
     ten = check(fixture('graphgps/cifar10-GPS.yaml'), [])
     assert ten.task.num_outputs == 10
 
