@@ -237,10 +237,10 @@ _INERT_ALWAYS = {
     'gnn.att_heads': "GraphGym's own GNN stack, not built by this model",
     'gnn.l2norm': "GraphGym's own GNN stack, not built by this model",
     'gnn.keep_edge': "GraphGym's own GNN stack, not built by this model",
-    'gnn.batchnorm': "GraphGym's GNN stack and pre-MP layers, not built by "
-                     "this model (GraphGym's head MLPs have no BatchNorm)",
-    'gnn.dropout': "GraphGym's GNN stack and pre-MP layers, not built by "
-                   "this model (GraphGym's head MLPs have no dropout)",
+    'gnn.batchnorm': "read by GraphGym's GNN stack and pre-MP layers only; "
+                     "GraphGym's head MLPs have no BatchNorm",
+    'gnn.dropout': "read by GraphGym's GNN stack and pre-MP layers only; "
+                   "GraphGym's head MLPs have no dropout",
     'gt.residual': "GraphGPS's layer always adds its residuals",
     'gt.full_graph': 'read by the SAN model only',
     'gt.gamma': 'read by the SAN model only',
@@ -384,8 +384,10 @@ class _Translator:
         self._rule_optim_train()
         self._rule_misc()
         self._rest()
-        return Translation(self.source, self.path, _nest(self.out),
-                           self.notes, self.kept)
+        # Translations first, then the inert keys (each in rule order).
+        notes = sorted(self.notes, key=lambda n: ': inert (' in n)
+        return Translation(self.source, self.path, _nest(self.out), notes,
+                           self.kept)
 
     def _rule_model(self):
         mtype = self.get('model.type')
