@@ -325,3 +325,50 @@ def test_fixture_trains_one_epoch_and_config_yaml_reproduces_it(rel, data_root,
     again = check(saved, [])
     assert again.translation is None
     assert again.params == stats[0]['params'] == check(fixture(rel), []).params
+
+
+# ---------------------------------------------- other configs of the sources --
+@needs_fixtures
+def test_graphgps_custom_gnn_is_an_mpnn_stack():
+    """GraphGPS's MPNN baselines (model.type custom_gnn): gnn.layers_mp
+    GatedGCN layers with gnn.residual and gnn.dropout, no attention, FFN or
+    layer norm."""
+    from graphgps_ext.dry_run import check
+    data = raw('graphgps/peptides-func-GPS.yaml')
+    data['model']['type'] = 'custom_gnn'
+    del data['gt']
+    data['gnn'].update(layer_type='gatedgcnconv', layers_mp=5, residual=True,
+                       dim_inner=138, dropout=0.1)
+    t = compat.translate(data)
+    assert t.config['gt']['layer_type'] == 'GatedGCN+None+None'
+    assert (t.config['gt']['layers'], t.config['gt']['dim_hidden'],
+            t.config['gt']['dropout'], t.config['gt']['residual'],
+            t.config['gt']['ffn'], t.config['gt']['norm']) == (5, 138, 0.1, True, False, 'none')
+    import tempfile
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, 'peptides-func-GatedGCN.yaml')
+        with open(path, 'w') as f:
+            yaml.safe_dump(data, f)
+        result = check(path, [])
+    layer = result.model.layers[0]
+    assert list(layer.branches) == ['local'] and layer.ffn is None
+    d = 138  # A..E, node and edge BatchNorms; Atom/Bond encoders; 1-layer head
+    assert sum(p.numel() for p in layer.parameters()) == 5 * (d * d + d) + 4 * d
+
+
+@needs_fixtures
+def test_geaet_unequal_dropouts_are_settled_on_the_command_line(tmp_path, capsys):
+    data = raw('geaet/vocsp.yaml')
+    data['gt'].update(layer_type='GCN+None+GEANet', use_ffn=False,
+                      local_dropout=0.1, external_dropout=0.05, local_out_act=True)
+    path = write(tmp_path, data, 'vocsp-gcn.yaml')
+    assert run_main('--cfg', path, '--dry-run') == 2
+    err = capsys.readouterr().err
+    assert 'gt.local_dropout 0.1, gt.external_dropout 0.05 differ' in err
+    assert 'e.g. gt.dropout 0.1' in err
+    assert run_main('--cfg', path, '--dry-run', 'gt.dropout', '0.1') == 0
+    out = capsys.readouterr().out
+    assert 'gt.local_dropout 0.1, gt.external_dropout 0.05 -> gt.dropout from ' \
+           'the command line' in out
+    assert 'gt.use_ffn False -> gt.ffn False, gt.parity_norm_without_ffn True' in out
+    assert 'local GCN' in out and 'no FFN and norms' in out
