@@ -3,6 +3,7 @@
     python main.py --cfg configs/quickstart.yaml
     python main.py --cfg FILE --repeat 3 optim.max_epoch 50 train.auto_resume True
     python main.py --cfg FILE --seeds 0,1,2 --mark_done
+    python main.py --cfg FILE --dry-run     (check it; build the model, no data)
 
 Data parallel on G GPUs (or G CPU processes with gloo), see README
 "Multi-GPU and clusters":
@@ -33,6 +34,11 @@ def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
     parser.add_argument('--mark_done', action='store_true',
                         help='rename the config file to <file>_done when every '
                              'seed has finished (as GraphGym)')
+    parser.add_argument('--dry-run', action='store_true',
+                        help='validate the config, build the model from the '
+                             "dataset's known shapes (no data), print the "
+                             'layer stack, parameter count and results '
+                             'folders, and exit (see graphgps_ext.dry_run)')
     parser.add_argument('opts', nargs=argparse.REMAINDER, default=[],
                         help='KEY VALUE overrides, e.g. optim.base_lr 0.001')
     return parser.parse_args(argv)
@@ -58,6 +64,9 @@ def _sigterm(signum, frame):
 def main(argv: Optional[List[str]] = None) -> int:
     os.environ.setdefault('WANDB_SILENT', 'true')
     args = parse_args(argv)
+    if args.dry_run:
+        from graphgps_ext.dry_run import main as dry_run
+        return dry_run(args.cfg_file, args.opts, args.seeds, args.repeat)
     from graphgps_ext import dist
     from graphgps_ext.config import ConfigError
     from graphgps_ext.config.load import load_cfg

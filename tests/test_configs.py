@@ -1,14 +1,16 @@
 """Every shipped config (``configs/*/*.yaml``): it is up to date with
 ``run/make_configs.py``, it loads, its model built from the dataset's metadata
-(no data) has the paper's parameter count and stays within the paper's budget,
-and it trains for one step on tiny graphs shaped like the dataset's.
+(no data) has the authors' parameter count and stays within the paper's
+budget, and it trains for one step on tiny graphs shaped like the dataset's.
 
 Counts are checked at the real dimensions. The header of a config states
-``# params: N (source)`` (the published count, or ``none``), ``# budget: N
-(source)`` (or ``none``) and optionally ``# tolerance: x (reason)``:
+``# params: N (source)`` (the authors' count, or ``none``), one
+``# params differ: ±n (reason)`` line per module, width or table size in
+which the model differs from the authors', ``# budget: N (source)`` (or
+``none``) and, only for a count a paper rounds, ``# tolerance: x (reason)``:
 
-- with a published count: ``|ours - N| / N <= 0.05`` (or the stated
-  tolerance, whose reason is in the header);
+- with a count: ``ours == N + sum(n)`` exactly (or ``|ours - N| / N <= x``
+  with a stated tolerance);
 - with a budget ``B``: ``ours <= 1.05 * max(B, N)`` (the papers' own models
   exceed their nominal budgets by up to 13 %, e.g. GEAET CIFAR10 113k for
   "~100k").
@@ -29,16 +31,20 @@ from config_data import task_for, tiny_graphs  # noqa: E402
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CONFIGS = sorted(os.path.relpath(p, ROOT)
                  for p in glob.glob(os.path.join(ROOT, 'configs', '*', '*.yaml')))
-TOLERANCE = 0.05
 
 
 def header(path):
-    """``{'params': (int|None, text), 'budget': ..., 'tolerance': (float, reason)}``."""
-    out = {}
+    """``{'params': (int|None, text), 'budget': ..., 'tolerance': (float, reason),
+    'differ': [(int, reason), ...]}``."""
+    out = {'differ': []}
     with open(os.path.join(ROOT, path)) as f:
         for line in f:
             if not line.startswith('#'):
                 break
+            m = re.match(r'# params differ: ([+-]\d+) \((.+)\)$', line.rstrip())
+            if m:
+                out['differ'].append((int(m.group(1)), m.group(2)))
+                continue
             m = re.match(r'# (params|budget|tolerance): (\S+)(?: \((.*)\))?$', line.rstrip())
             if m:
                 key, value, why = m.groups()
@@ -46,6 +52,15 @@ def header(path):
                                                     else int(value))
                 out[key] = (num, why or '')
     return out
+
+
+def expected_params(h):
+    """``(published, published + sum of the stated differences)``, or
+    ``(None, None)`` without a published count."""
+    published = h['params'][0]
+    if published is None:
+        return None, None
+    return published, published + sum(n for n, _ in h['differ'])
 
 
 def _generator():
@@ -69,6 +84,20 @@ def test_headers_state_params_and_budget_with_sources():
         assert h['params'][1] and h['budget'][1], f'{path}: say where the numbers come from'
         if 'tolerance' in h:
             assert h['params'][0] is not None and h['tolerance'][1], path
+            assert not h['differ'], f'{path}: a rounded count has no exact differences'
+        if h['differ']:
+            assert h['params'][0] is not None, f'{path}: differences from which count?'
+            assert all(n != 0 and why for n, why in h['differ']), path
+
+
+def test_header_parsing_of_differences(tmp_path):
+    """The exact check reads every ``params differ`` line (a test that can fail)."""
+    f = tmp_path / 'c.yaml'
+    f.write_text('# t\n# params: 1000 (x)\n# params differ: -30 (a (b) c)\n'
+                 '# params differ: +5 (d)\n# budget: none (y)\ngt: {}\n')
+    h = header(str(f))
+    assert h['differ'] == [(-30, 'a (b) c'), (5, 'd')]
+    assert expected_params(h) == (1000, 975)
 
 
 def test_encoder_batchnorm_is_explicit():
@@ -139,12 +168,17 @@ def test_config_loads_fits_its_budget_and_trains_one_step(path):
     model = build_model(cfg, task)
     n = num_parameters(model)
     h = header(path)
-    published, _ = h['params']
+    published, expected = expected_params(h)
     budget, _ = h['budget']
-    if published is not None:
-        tol = h.get('tolerance', (TOLERANCE, ''))[0]
+    if published is not None and 'tolerance' in h:
+        tol = h['tolerance'][0]
         assert abs(n - published) <= tol * published, \
             f'{path}: {n:,} parameters vs {published:,} published (> {tol:.0%} off)'
+    elif published is not None:
+        assert n == expected, (
+            f'{path}: {n:,} parameters; published {published:,}'
+            + (f' + stated differences = {expected:,}' if h['differ'] else '')
+            + f' ({n - expected:+,} unexplained)')
     if budget is not None:
         limit = 1.05 * max(budget, published or 0)
         assert n <= limit, f'{path}: {n:,} parameters exceed the budget {budget:,}'

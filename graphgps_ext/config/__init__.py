@@ -144,3 +144,13 @@ def merge_list(cfg: CfgNode, opts: Optional[Sequence[str]]):
         cfg.merge_from_list(opts)
     except ValueError as err:
         raise ConfigError(f'command line: {err}') from None
+
+
+def merge_node(cfg: CfgNode, other: CfgNode, source: str):
+    """Merge an already parsed config node (e.g. a translated GraphGPS config,
+    :mod:`graphgps_ext.compat`), rejecting unknown keys clearly."""
+    _check_keys(cfg, other, source)
+    try:
+        cfg.merge_from_other_cfg(other)
+    except ValueError as err:  # yacs type mismatch
+        raise ConfigError(f'{source}: {err}') from None

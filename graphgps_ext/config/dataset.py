@@ -27,6 +27,9 @@ def dataset_cfg(cfg):
     ds.node_encoder_name = 'default'
     ds.edge_encoder_name = 'default'
     ds.num_outputs = -1
+    # GraphGym's convention: a two-class classification task predicts one
+    # logit (binary cross-entropy) instead of two class logits.
+    ds.binary_single_logit = False
     # Metrics to log; the selection metric is the top-level `metric_best`.
     ds.metrics = []
 

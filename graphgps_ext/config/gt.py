@@ -34,6 +34,10 @@ def gt_cfg(cfg):
     # FFN block after the branch sum, its width multiple and activation.
     cfg.gt.ffn = True
     cfg.gt.ffn_mult = 2.0
+    # Parity (GEAET's code, use_ffn: False): post-norm layers without FFN
+    # still apply the FFN's norm to the sum of the branches (two norms back
+    # to back for one branch). Off: the layer output is that sum.
+    cfg.gt.parity_norm_without_ffn = False
     cfg.gt.act = 'relu'
 
 

@@ -20,7 +20,9 @@ def head_cfg(cfg):
     from yacs.config import CfgNode as CN
     cfg.head = CN()
     # Graph pooling of graph_mlp / graph_node_mlp / code2_sequence:
-    # default (= model.graph_pooling) | mean | add | max.
+    # default (= model.graph_pooling) | mean | add | max | virtual_node (a
+    # node per graph connected to all its nodes, inserted before the first
+    # layer; its final state is the graph representation: MNA-GT §4.2).
     cfg.head.pool = 'default'
     # Linear layers of the head MLP (>= 1); -1 = gnn.layers_post_mp.
     cfg.head.layers = -1
@@ -56,7 +58,7 @@ def head_cfg(cfg):
     cfg.head.link_filter_self = False
 
 
-choices('head.pool', ['default', 'mean', 'add', 'max'])
+choices('head.pool', ['default', 'mean', 'add', 'max', 'virtual_node'])
 choices('head.width', ['auto', 'halving', 'constant'])
 choices('head.act', ['relu', 'gelu', 'elu', 'leaky_relu', 'silu', 'tanh'])
 choices('head.link_score', ['dot', 'cosine'])

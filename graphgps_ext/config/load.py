@@ -15,7 +15,8 @@ from typing import Optional, Sequence, Tuple
 import torch
 from yacs.config import CfgNode
 
-from graphgps_ext.config import ConfigError, check_values, merge_file, merge_list
+from graphgps_ext.compat import merge_config_file
+from graphgps_ext.config import ConfigError, check_values, merge_list
 
 
 def config_name(path: str) -> str:
@@ -68,7 +69,7 @@ def load_cfg(cfg_file: Optional[str] = None,
     if cfg_file is not None:
         if not os.path.isfile(cfg_file):
             raise ConfigError(f"config file '{cfg_file}' does not exist")
-        merge_file(cfg, cfg_file)
+        merge_config_file(cfg, cfg_file, opts)  # GraphGPS/GEAET/CSA: translated
     merge_list(cfg, opts)
     check_values(cfg)
     cfg.accelerator = resolve_accelerator(cfg.accelerator)

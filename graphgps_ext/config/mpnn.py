@@ -12,15 +12,23 @@ def mpnn_cfg(cfg):
     # GCN/GIN/GINE: apply mpnn.act to the branch output (GEAET's
     # gt.local_out_act; GatedGCN always applies it).
     cfg.mpnn.out_act = False
+    # GIN: MLP of the update: gin = Linear-BN-act-Linear (the GIN paper, PyG's
+    # GIN), graphgps = Linear-act-Linear (GraphGPS's and GEAET's GIN).
+    cfg.mpnn.gin_mlp = 'gin'
     # GIN/GINE: learn the epsilon of (1 + eps) x_i (fixed at 0 otherwise).
     cfg.mpnn.gin_train_eps = False
     # GatedGCN/GINE: scale every message by MLP(||p_i - p_j||^2) of the
     # EquivStableLapPE positions p (needs the EquivStableLapPE node encoder,
     # which provides them to the layers as ctx.extras['pe_equiv']).
     cfg.mpnn.equivstable_pe = False
+    # GatedGCN: norm of the node update before its activation (GraphGPS's
+    # GatedGCNLayer bn_node_x, also in the GEAET and CSA code: batch).
+    cfg.mpnn.node_norm = 'batch'
     # GatedGCN: norm on the edge stream (Bresson & Laurent / GraphGPS: batch).
     cfg.mpnn.edge_norm = 'batch'
 
 
 choices('mpnn.act', ['relu', 'gelu', 'elu', 'leaky_relu', 'silu', 'tanh'])
+choices('mpnn.gin_mlp', ['gin', 'graphgps'])
+choices('mpnn.node_norm', ['batch', 'layer', 'none'])
 choices('mpnn.edge_norm', ['batch', 'layer', 'none'])

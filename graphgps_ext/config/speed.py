@@ -30,7 +30,7 @@ path available and gives the plain path's results within tolerance
 - ``gt.fused_attention`` (in the ``gt`` group beside the attention
   options, on by default): the dense node attention of the Transformer and
   MNA branches has a hand-written backward in training
-  (:class:`graphgps_ext.layer.attention._BlockAttention`: the gradients of
+  (:class:`graphgps_ext.layer.fused_attention._BlockAttention`: the gradients of
   every size block written into one buffer and gathered back once);
   ``False`` differentiates the same forward with autograd;
 - ``train.amp``: autocast precision of the forward pass: ``none`` (float32),

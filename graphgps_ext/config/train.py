@@ -40,7 +40,7 @@ def train_cfg(cfg):
     cfg.train.batch_size_global = 0
 
     # ---- optim (GraphGPS names) -------------------------------------------
-    # Linear warm-up epochs of 'cosine_with_warmup'.
+    # Linear warm-up epochs of 'cosine_with_warmup' and 'transformer_warmup'.
     cfg.optim.num_warmup_epochs = 50
     # ReduceLROnPlateau (on the validation loss): factor and patience (in
     # evaluations); the run stops once the lr falls below min_lr (GT).
@@ -94,7 +94,7 @@ def train_cfg(cfg):
 
 choices('optim.optimizer', ['adam', 'adamW', 'sgd'])
 choices('optim.scheduler', ['none', 'steps', 'cos', 'cosine_with_warmup',
-                            'reduce_on_plateau'])
+                            'transformer_warmup', 'reduce_on_plateau'])
 choices('model.loss_fun', ['auto'] + list(LOSSES))
 choices('optim.lr_scaling', ['none', 'linear'])
 choices('dist.launcher', ['auto', 'torchrun', 'slurm', 'none'])

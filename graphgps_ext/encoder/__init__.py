@@ -6,7 +6,7 @@ by :mod:`graphgps_ext.register`; every class has
 name like a built-in one):
 
 - :data:`NODE_ENCODERS`: type encoders ``TypeDictNode``, ``MultiTypeNode``,
-  ``Atom``, ``LinearNode``, ``ASTNode``; PE encoders ``LapPE``,
+  ``Atom``, ``LinearNode``, ``OneHotNode``, ``ASTNode``; PE encoders ``LapPE``,
   ``EquivStableLapPE``, ``RWSE``.
 - :data:`EDGE_ENCODERS`: ``TypeDictEdge``, ``Bond``, ``LinearEdge``,
   ``DummyEdge``.
@@ -40,7 +40,7 @@ from graphgps_ext.encoder.composite import CompositeNodeEncoder
 from graphgps_ext.encoder.dummy_edge import DummyEdge
 from graphgps_ext.encoder.equiv_lap_pe import EquivStableLapPE
 from graphgps_ext.encoder.lap_pe import LapPE
-from graphgps_ext.encoder.linear import LinearEdge, LinearNode
+from graphgps_ext.encoder.linear import LinearEdge, LinearNode, OneHotNode
 from graphgps_ext.encoder.multi_type import MultiTypeNode
 from graphgps_ext.encoder.ogb import Atom, Bond
 from graphgps_ext.encoder.pair import PairEncoder
@@ -52,6 +52,7 @@ NODE_ENCODERS = {
     'MultiTypeNode': MultiTypeNode,
     'Atom': Atom,
     'LinearNode': LinearNode,
+    'OneHotNode': OneHotNode,
     'ASTNode': ASTNode,
     'LapPE': LapPE,
     'EquivStableLapPE': EquivStableLapPE,

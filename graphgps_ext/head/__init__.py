@@ -9,6 +9,7 @@ from graphgps_ext.head.graph import GraphMLPHead, GraphNodeMLPHead
 from graphgps_ext.head.link import InductiveLinkHead
 from graphgps_ext.head.node import InductiveNodeHead
 from graphgps_ext.head.root import RootNodeHead
+from graphgps_ext.head.virtual_node import VirtualNode
 
 HEADS = {
     'graph_mlp': GraphMLPHead,
@@ -20,4 +21,5 @@ HEADS = {
 }
 
 __all__ = ['HEADS', 'GraphMLPHead', 'GraphNodeMLPHead', 'InductiveNodeHead',
-           'InductiveLinkHead', 'Code2SequenceHead', 'RootNodeHead']
+           'InductiveLinkHead', 'Code2SequenceHead', 'RootNodeHead',
+           'VirtualNode']

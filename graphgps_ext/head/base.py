@@ -8,17 +8,22 @@ from torch import Tensor, nn
 from torch_geometric.nn import global_add_pool, global_max_pool, global_mean_pool
 from torch_geometric.nn.resolver import activation_resolver
 
+from graphgps_ext.head.virtual_node import virtual_node_pool
 from graphgps_ext.layer.dropout import Dropout
 
+#: Graph readouts: PyG's global poolings and the virtual node's state
+#: (:mod:`graphgps_ext.head.virtual_node`; the model inserts the virtual nodes).
 POOLS: Dict[str, Callable] = {
     'mean': global_mean_pool,
     'add': global_add_pool,
     'max': global_max_pool,
+    'virtual_node': virtual_node_pool,
 }
 
 
 def resolve_pool(name: str) -> Callable:
-    """``'mean' | 'add' | 'max'`` -> the PyG global pooling function."""
+    """``'mean' | 'add' | 'max' | 'virtual_node'`` -> the pooling function
+    ``(x [N, d], batch [N], size) -> [B, d]``."""
     if name not in POOLS:
         raise ValueError(f"unknown graph pooling '{name}': set head.pool (or "
                          f"model.graph_pooling) to one of {', '.join(POOLS)}")

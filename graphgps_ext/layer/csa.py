@@ -5,14 +5,14 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from graphgps_ext.layer.attention import (AttentionBlock, AttentionBlocks,
+from graphgps_ext.layer.fused_attention import (AttentionBlock, AttentionBlocks,
                                           attention_blocks)
 from graphgps_ext.layer.context import DenseLayout, GraphContext
 from graphgps_ext.layer.dropout import dropout_mask, keep_scale
 
 DROPOUT_MODES = ('connection', 'node', 'channel')
 
-#: Most size blocks per batch (:func:`~graphgps_ext.layer.attention.attention_blocks`).
+#: Most size blocks per batch (:func:`~graphgps_ext.layer.fused_attention.attention_blocks`).
 MAX_BLOCKS = 8
 
 #: Fixed cost of one more size block, in padded pairs: the thirty-odd extra
@@ -70,7 +70,7 @@ class CSA(nn.Module):
     ``mono`` keeps it at :math:`H` except for the value-edge term). Rather
     than padding every graph to the largest of the batch (:math:`B\,
     n_{\max}^2\, d`), the graphs are sorted by size and padded per block of
-    similar sizes (:func:`~graphgps_ext.layer.attention.attention_blocks`
+    similar sizes (:func:`~graphgps_ext.layer.fused_attention.attention_blocks`
     with :data:`MAX_BLOCKS`, :data:`BLOCK_OVERHEAD`): a block of :math:`g`
     graphs of at most :math:`n` nodes works on ``[g, n, n, H, C]`` tensors,
     :math:`\sum_b g_b n_b^2\, d` in all (on ZINC batches of 32, 1.13 times

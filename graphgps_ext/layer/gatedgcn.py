@@ -1,4 +1,6 @@
-r"""Residual gated graph convnet (GatedGCN) branch, as in GraphGPS."""
+r"""Residual gated graph convnet (GatedGCN) branch: the ``GatedGCNLayer`` of
+GraphGPS (Rampášek et al., 2022), which the GEAET and CSA authors' code use
+unchanged."""
 from typing import Optional
 
 import torch
@@ -56,29 +58,41 @@ class EquivStableGate(nn.Module):
 
 
 class GatedGCN(nn.Module):
-    r"""GatedGCN (Bresson & Laurent, 2017) with edge gates, as in GraphGPS.
+    r"""GatedGCN (Bresson & Laurent, 2017) with edge gates, as GraphGPS's
+    ``GatedGCNLayer``.
 
     For an edge :math:`j \to i` (source :math:`j`, target :math:`i`):
 
     .. math::
         \hat e_{ij} &= C e_{ij} + D h_i + E h_j, \qquad
             \sigma_{ij} = \mathrm{sigmoid}(\hat e_{ij})\ [\,\cdot\, r_{ij}] \\
-        h_i' &= \mathrm{act}\Big(A h_i + \frac{\sum_{j \to i} \sigma_{ij}
-            \odot B h_j}{\sum_{j \to i} \sigma_{ij} + \varepsilon}\Big) \\
+        h_i' &= \mathrm{act}\Big(\mathrm{Norm}_h\Big(A h_i
+            + \frac{\sum_{j \to i} \sigma_{ij} \odot B h_j}
+                   {\sum_{j \to i} \sigma_{ij} + \varepsilon}\Big)\Big) \\
         e_{ij}' &= e_{ij} + \mathrm{Drop}\big(\mathrm{act}(
             \mathrm{Norm}_e(\hat e_{ij}))\big)
 
     where :math:`r_{ij}` is the optional EquivStableLapPE gate
-    (:class:`EquivStableGate`, ``equivstable_pe=True``). The node residual,
-    dropout and norm of :math:`h'` are applied by the hybrid layer; the edge
-    stream's own residual, norm and dropout are applied here. The letters
-    :math:`A, \dots, E` are GraphGPS's (other texts write the edge update as
-    :math:`C e_{ij} + A h_i + B h_j`).
+    (:class:`EquivStableGate`, ``equivstable_pe=True``). The branch returns
+    :math:`h'`; the hybrid layer (:class:`~graphgps_ext.layer.hybrid.HybridLayer`)
+    then applies the node dropout, residual and branch norm, so that the
+    node output of a layer is
+
+    .. math::
+        \mathrm{Norm}_{local}\big(h_i + \mathrm{Drop}(h_i')\big),
+
+    exactly GraphGPS's (and GEAET's) ``x_in + dropout(act(bn_node_x(Ax +
+    aggr)))`` inside ``GatedGCNLayer`` followed by ``norm1_local`` in
+    ``GPSLayer``. The edge stream's own residual, norm and dropout are
+    applied here. The letters :math:`A, \dots, E` are GraphGPS's (other texts
+    write the edge update as :math:`C e_{ij} + A h_i + B h_j`).
 
     Args:
         dim: width :math:`d` of nodes and edges.
         act: activation (PyG resolver name).
         dropout: dropout on the edge update.
+        node_norm: ``'batch'`` (GraphGPS's ``bn_node_x``), ``'layer'`` or
+            ``'none'`` for :math:`\mathrm{Norm}_h`.
         edge_norm: ``'batch'``, ``'layer'`` or ``'none'`` for :math:`\mathrm{Norm}_e`.
         edge_residual: add :math:`e_{ij}` to the edge update.
         equivstable_pe: gate messages with :math:`r_{ij}`; the positions are
@@ -89,8 +103,9 @@ class GatedGCN(nn.Module):
     """
 
     def __init__(self, dim: int, act: str = 'relu', dropout: float = 0.0,
-                 edge_norm: str = 'batch', edge_residual: bool = True,
-                 equivstable_pe: bool = False, eps: float = 1e-6):
+                 node_norm: str = 'batch', edge_norm: str = 'batch',
+                 edge_residual: bool = True, equivstable_pe: bool = False,
+                 eps: float = 1e-6):
         super().__init__()
         self.dim = dim
         self.A = nn.Linear(dim, dim)
@@ -99,6 +114,7 @@ class GatedGCN(nn.Module):
         self.D = nn.Linear(dim, dim)
         self.E = nn.Linear(dim, dim)
         self.gate = EquivStableGate(dim) if equivstable_pe else None
+        self.node_norm = make_norm(node_norm, dim)
         self.edge_norm = make_norm(edge_norm, dim)
         self.act = activation_resolver(act)
         self.dropout = Dropout(dropout)
@@ -114,7 +130,8 @@ class GatedGCN(nn.Module):
     @classmethod
     def from_cfg(cls, cfg, dim: int) -> 'GatedGCN':
         return cls(dim, act=cfg.mpnn.act, dropout=cfg.gt.dropout,
-                   edge_norm=cfg.mpnn.edge_norm, edge_residual=cfg.gt.residual,
+                   node_norm=cfg.mpnn.node_norm, edge_norm=cfg.mpnn.edge_norm,
+                   edge_residual=cfg.gt.residual,
                    equivstable_pe=cfg.mpnn.equivstable_pe)
 
     def reset_parameters(self):
@@ -122,8 +139,9 @@ class GatedGCN(nn.Module):
             lin.reset_parameters()
         if self.gate is not None:
             self.gate.reset_parameters()
-        if hasattr(self.edge_norm, 'reset_parameters'):
-            self.edge_norm.reset_parameters()
+        for norm in (self.node_norm, self.edge_norm):
+            if hasattr(norm, 'reset_parameters'):
+                norm.reset_parameters()
 
     def forward(self, x: Tensor, edge_attr: Optional[Tensor],
                 ctx: GraphContext):
@@ -143,7 +161,7 @@ class GatedGCN(nn.Module):
         num = scatter(sigma * self.B(x).index_select(0, src), dst, 0,
                       dim_size=N, reduce='sum')
         den = scatter(sigma, dst, 0, dim_size=N, reduce='sum')
-        x_out = self.act(self.A(x) + num / (den + self.eps))
+        x_out = self.act(self.node_norm(self.A(x) + num / (den + self.eps)))
         e_out = self.dropout(self.act(self.edge_norm(e_hat)))
         if self.edge_residual:
             e_out = edge_attr + e_out

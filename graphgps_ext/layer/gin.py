@@ -1,4 +1,5 @@
-r"""Graph isomorphism network (GIN) branch (Xu et al., 2019)."""
+r"""Graph isomorphism network (GIN) branch (Xu et al., *How Powerful are Graph
+Neural Networks?*, ICLR 2019)."""
 from typing import Optional
 
 from torch import Tensor, nn
@@ -7,34 +8,56 @@ from torch_geometric.nn.resolver import activation_resolver
 
 from graphgps_ext.layer.context import GraphContext
 
+#: MLP layouts of the GIN update (``mpnn.gin_mlp``).
+GIN_MLPS = ('gin', 'graphgps')
+
+
+def gin_mlp(dim: int, kind: str = 'gin', act: str = 'relu') -> nn.Sequential:
+    r"""The two-layer MLP of a GIN update, ``d -> d -> d``:
+
+    - ``'gin'``: :math:`W_2\, \mathrm{act}(\mathrm{BN}(W_1 h + b_1)) + b_2`,
+      the GIN paper's MLP with batch normalisation on its hidden layer (Xu et
+      al. §4 / §7; PyG's ``GIN`` model and GIN examples: ``MLP([d, d, d])``);
+    - ``'graphgps'``: :math:`W_2\, \mathrm{act}(W_1 h + b_1) + b_2`, the MLP of
+      GraphGPS's and GEAET's ``GIN`` / ``GINE`` local models.
+    """
+    if kind == 'gin':
+        return nn.Sequential(nn.Linear(dim, dim), nn.BatchNorm1d(dim),
+                             activation_resolver(act), nn.Linear(dim, dim))
+    if kind == 'graphgps':
+        return nn.Sequential(nn.Linear(dim, dim), activation_resolver(act),
+                             nn.Linear(dim, dim))
+    raise ValueError(f"unknown GIN MLP '{kind}' (mpnn.gin_mlp): use one of "
+                     f"{', '.join(GIN_MLPS)}")
+
 
 class GIN(nn.Module):
-    r"""GIN local branch: PyG :class:`~torch_geometric.nn.conv.GINConv` with a
-    two-layer MLP (GraphGPS):
+    r"""GIN local branch: PyG :class:`~torch_geometric.nn.conv.GINConv`,
 
     .. math::
-        x_i' = W_2\, \mathrm{act}\Big(W_1 \big((1 + \epsilon)\, x_i
-            + \sum_{j \to i} x_j\big) + b_1\Big) + b_2
+        x_i' = \mathrm{MLP}\Big((1 + \epsilon)\, x_i + \sum_{j \to i} x_j\Big)
 
+    with the MLP of :func:`gin_mlp` (``mlp='gin'``: Linear-BN-act-Linear, the
+    GIN paper's; ``'graphgps'``: Linear-act-Linear, GraphGPS/GEAET's).
     :math:`\epsilon = 0` unless ``train_eps``; followed by ``act`` when
-    ``out_act`` (GEAET's ``local_out_act``). Edge features are ignored; the
-    edge stream is left unchanged.
+    ``out_act`` (GEAET's ``local_out_act``; the GIN paper applies a ReLU
+    after every layer). Edge features are ignored; the edge stream is left
+    unchanged.
 
     Shapes: ``x [N, d]`` -> ``(x_out [N, d], None)``.
     """
 
     def __init__(self, dim: int, act: str = 'relu', train_eps: bool = False,
-                 out_act: bool = False):
+                 out_act: bool = False, mlp: str = 'gin'):
         super().__init__()
-        mlp = nn.Sequential(nn.Linear(dim, dim), activation_resolver(act),
-                            nn.Linear(dim, dim))
-        self.conv = GINConv(mlp, train_eps=train_eps)
+        self.conv = GINConv(gin_mlp(dim, mlp, act), train_eps=train_eps)
+        self.mlp_kind = mlp
         self.out_act = activation_resolver(act) if out_act else None
 
     @classmethod
     def from_cfg(cls, cfg, dim: int) -> 'GIN':
         return cls(dim, act=cfg.mpnn.act, train_eps=cfg.mpnn.gin_train_eps,
-                   out_act=cfg.mpnn.out_act)
+                   out_act=cfg.mpnn.out_act, mlp=cfg.mpnn.gin_mlp)
 
     def reset_parameters(self):
         self.conv.reset_parameters()
@@ -43,3 +66,6 @@ class GIN(nn.Module):
                 ctx: GraphContext):
         out = self.conv(x, ctx.edge_index)
         return (self.out_act(out) if self.out_act is not None else out), None
+
+    def extra_repr(self) -> str:
+        return f'mlp={self.mlp_kind}'

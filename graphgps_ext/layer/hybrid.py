@@ -20,8 +20,17 @@ Each branch ``b`` gets its own dropout, residual and norm:
 where :math:`\mathrm{skip}_b(X) = X` except where a branch defines its own
 (MNA: :math:`\hat{A} X`). The branch outputs are summed and passed through a
 two-layer FFN with its own residual and norm (post: ``Norm(h + FFN(h))``;
-pre: ``h + FFN(Norm(h))``). Without the FFN, post-norm still applies
-``Norm(h)`` to the sum, as GraphGPS/GEAET do with ``use_ffn: False``.
+pre: ``h + FFN(Norm(h))``). Without the FFN (``ffn=False``) the layer output
+is the sum of the normalised branches, :math:`X' = \sum_b h_b` (GEAET eq. 10
+without its FFN); ``norm_without_ffn=True`` still applies the FFN's norm to
+that sum, :math:`X' = \mathrm{Norm}(\sum_b h_b)`, as the GEAET authors' code
+does with ``use_ffn: False`` (its ``norm2``): for a single branch two norms
+back to back.
+
+A branch that applies its own residual and dropout inside (GraphGPS's
+``GatedGCNLayer``) is written here without them: :class:`~graphgps_ext.layer.gatedgcn.GatedGCN`
+returns :math:`\mathrm{act}(\mathrm{Norm}_h(\cdot))` and this layer adds the
+dropout, the residual and the branch norm, once each.
 
 The edge stream is threaded through the branches in the order local, global,
 external: a branch that returns new edge features replaces the stream for the
@@ -92,8 +101,10 @@ class HybridLayer(nn.Module):
         pre_norm: normalise before each block (MNA) instead of after it.
         residual: add the branch's skip term (``x`` by default).
         dropout: dropout on each branch output and inside the FFN.
-        ffn: whether to apply the FFN block (off: ``X' = Norm(sum of branches)``
-            in post-norm, the plain sum in pre-norm).
+        ffn: whether to apply the FFN block (off: the sum of the branches).
+        norm_without_ffn: post-norm without FFN: still normalise the sum of
+            the branches with the FFN's norm (GEAET's code; parity switch
+            ``gt.parity_norm_without_ffn``).
         ffn_mult: FFN hidden width as a multiple of ``d``.
         act: FFN activation (PyG activation resolver name).
     """
@@ -103,7 +114,7 @@ class HybridLayer(nn.Module):
                  external: Optional[nn.Module] = None, norm: str = 'batch',
                  pre_norm: bool = False, residual: bool = True,
                  dropout: float = 0.0, ffn: bool = True, ffn_mult: float = 2.0,
-                 act: str = 'relu'):
+                 act: str = 'relu', norm_without_ffn: bool = False):
         super().__init__()
         branches = dict(zip(BRANCH_KINDS, (local, glob, external)))
         self.branches = nn.ModuleDict(
@@ -117,9 +128,8 @@ class HybridLayer(nn.Module):
         self.residual = residual
         self.dropout = Dropout(dropout)
         self.ffn = FeedForward(dim, ffn_mult, act, dropout) if ffn else None
-        # Post-norm keeps the output norm even without FFN (GraphGPS/GEAET
-        # ``use_ffn: False`` still normalise the branch sum).
-        self.ffn_norm = make_norm(norm, dim) if (ffn or not pre_norm) else None
+        keep = ffn or (norm_without_ffn and not pre_norm)
+        self.ffn_norm = make_norm(norm, dim) if keep else None
 
     def forward(self, x: Tensor, edge_attr: Optional[Tensor],
                 ctx: GraphContext):
@@ -136,9 +146,11 @@ class HybridLayer(nn.Module):
             if e is not None:
                 edge_attr = e
             out = h if out is None else out + h
-        if self.pre_norm:
-            if self.ffn is not None:
+        if self.ffn is not None:
+            if self.pre_norm:
                 out = out + self.ffn(self.ffn_norm(out))
-        else:
-            out = self.ffn_norm(out + self.ffn(out) if self.ffn is not None else out)
+            else:
+                out = self.ffn_norm(out + self.ffn(out))
+        elif self.ffn_norm is not None:
+            out = self.ffn_norm(out)
         return out, edge_attr

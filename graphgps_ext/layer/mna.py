@@ -7,7 +7,7 @@ from torch import Tensor, nn
 from torch_geometric.nn.resolver import activation_resolver
 from torch_geometric.utils import add_remaining_self_loops, scatter
 
-from graphgps_ext.layer.attention import node_attention
+from graphgps_ext.layer.fused_attention import node_attention
 from graphgps_ext.layer.context import GraphContext
 
 FUSIONS = ('adaptive', 'sum', 'mean', 'concat')
@@ -69,7 +69,7 @@ class MNA(nn.Module):
     per batch (``ctx.cached``); :math:`\hat A^k X` uses sparse scatters; the
     :math:`(c+1) m` attention heads of all kernels run in one masked
     attention call over the nodes of each graph
-    (:func:`graphgps_ext.layer.attention.node_attention`).
+    (:func:`graphgps_ext.layer.fused_attention.node_attention`).
 
     All projections are bias-free matrices, as written in eq. 8-10 (the paper
     has no public code); :math:`\sigma` is not named by the paper

@@ -4,7 +4,8 @@ from typing import Optional
 
 from torch import Tensor, nn
 
-from graphgps_ext.layer.attention import key_mask, node_attention
+from graphgps_ext.layer.fused_attention import node_attention
+from graphgps_ext.layer.reference_attention import key_mask
 from graphgps_ext.layer.context import GraphContext
 from graphgps_ext.layer.dropout import dropout
 
@@ -20,7 +21,7 @@ class Transformer(nn.Module):
             (Q^{(h)} K^{(h)\top} / \sqrt{d_h})\big) V^{(h)}\Big) W_O + b_O
 
     where the softmax runs over the nodes of the query's own graph. Computed
-    by :func:`graphgps_ext.layer.attention.node_attention` on padded blocks
+    by :func:`graphgps_ext.layer.fused_attention.node_attention` on padded blocks
     of graphs of similar size with key padding masks cached per batch:
     explicit scores (``baddbmm``) with a fast dropout mask for small blocks
     or in training with ``attn_dropout > 0``,
@@ -39,7 +40,7 @@ class Transformer(nn.Module):
         n_heads: heads :math:`H` (must divide ``dim``).
         attn_dropout: dropout on the attention weights (training only).
         fused: hand-written attention backward (``gt.fused_attention``;
-            see :func:`~graphgps_ext.layer.attention.node_attention`).
+            see :func:`~graphgps_ext.layer.fused_attention.node_attention`).
 
     Shapes: ``x [N, d]`` -> ``(x_out [N, d], None)``.
     """

@@ -18,6 +18,10 @@ config key                ``auto`` default     overrides
                                                model)
 ========================  ===================  =================================
 
+``dataset.binary_single_logit: True`` (GraphGym's convention, set by the
+translation of GraphGPS configs) makes a two-class ``classification`` task
+predict one logit: ``TaskInfo.num_outputs`` 2 -> 1.
+
 Encoders are chosen by :mod:`graphgps_ext.encoder` from
 ``TaskInfo.node_encoder`` / ``edge_encoder`` unless ``dataset.node_encoder``
 / ``dataset.edge_encoder`` is ``True`` (GraphGPS convention; then
@@ -147,6 +151,9 @@ def apply_overrides(task: TaskInfo, cfg) -> TaskInfo:
         task.task_type = ds.task_type
     if ds.num_outputs > 0:
         task.num_outputs = int(ds.num_outputs)
+    if getattr(ds, 'binary_single_logit', False) and \
+            task.task_type == 'classification' and task.num_outputs == 2:
+        task.num_outputs = 1
     if cfg.model.loss_fun != 'auto':
         task.loss = cfg.model.loss_fun
     if len(ds.metrics) > 0:

@@ -8,6 +8,10 @@ r"""The network: feature encoder -> L hybrid layers -> task head.
     X^{(l+1)}, E^{(l+1)} = \mathrm{HybridLayer}_l(X^{(l)}, E^{(l)}),
     \qquad \hat{y} = \mathrm{Head}(X^{(L)})
 
+With the virtual-node readout (``head.pool: virtual_node``) a node per graph,
+connected to all its nodes, is inserted after the encoders
+(:class:`~graphgps_ext.head.virtual_node.VirtualNode`).
+
 Modules are looked up by name in GraphGym's registries
 (``node_encoder_dict``, ``edge_encoder_dict``, ``layer_dict``, ``head_dict``),
 so a user-registered module is selected by config like a built-in one.
@@ -17,6 +21,8 @@ from typing import Optional
 from torch import nn
 import torch_geometric.graphgym.register as register
 
+from graphgps_ext.head.base import pool_name
+from graphgps_ext.head.virtual_node import VirtualNode
 from graphgps_ext.layer.context import GraphContext
 from graphgps_ext.layer.hybrid import HybridLayer
 from graphgps_ext.loader.task import TaskInfo
@@ -74,7 +80,8 @@ class GPSModel(nn.Module):
                         build_branch(ext, cfg, dim), norm=cfg.gt.norm,
                         pre_norm=cfg.gt.pre_norm, residual=cfg.gt.residual,
                         dropout=cfg.gt.dropout, ffn=cfg.gt.ffn,
-                        ffn_mult=cfg.gt.ffn_mult, act=cfg.gt.act)
+                        ffn_mult=cfg.gt.ffn_mult, act=cfg.gt.act,
+                        norm_without_ffn=cfg.gt.parity_norm_without_ffn)
             for _ in range(cfg.gt.layers)
         ])
         # Parameter sharing across layers (e.g. CSA's shared edge maps): a
@@ -84,6 +91,14 @@ class GPSModel(nn.Module):
             for kind, branch in layer.branches.items():
                 if hasattr(branch, 'tie_to'):
                     branch.tie_to(self.layers[0].branches[kind])
+        self.virtual_node = None
+        if pool_name(cfg) == 'virtual_node':
+            if task.task != 'graph':
+                raise ValueError(
+                    f"the virtual-node readout (head.pool / model.graph_pooling "
+                    f"'virtual_node') is for graph-level tasks; '{task.name}' is a "
+                    f"{task.task}-level task")
+            self.virtual_node = VirtualNode(dim)
         head = cfg.gnn.head if cfg.gnn.head != 'default' else task.head
         if head not in register.head_dict:
             raise ValueError(f"unknown head '{head}' (gnn.head); registered: "
@@ -109,6 +124,8 @@ class GPSModel(nn.Module):
 
     def forward(self, batch, record: Optional[dict] = None):
         x, edge_attr, ctx = self.encode(batch, record)
+        if self.virtual_node is not None:
+            x, ctx = self.virtual_node.attach(x, edge_attr, ctx)
         for layer in self.layers:
             x, edge_attr = layer(x, edge_attr, ctx)
         return self.head(x, batch, ctx)

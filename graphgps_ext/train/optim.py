@@ -22,6 +22,18 @@ takes the gradients of :func:`stepped_params`.
   .. math:: \max(10^{-6}, t / W) \ \ (t < W), \qquad
             \tfrac12\bigl(1 + \cos(\pi\,\tfrac{t - W}{T - W})\bigr)\ \ (t \ge W);
 
+- ``transformer_warmup`` (Vaswani et al., *Attention Is All You Need*,
+  §5.3; the "standard warmup strategy suggested for Transformers" of MNA-GT
+  §5.2): linear warm-up over :math:`W` = ``optim.num_warmup_epochs`` epochs,
+  then decay with the inverse square root of the epoch count. Counted in
+  epochs (the schedule steps once per epoch, as every schedule here), the lr
+  of epoch :math:`t = 0, 1, \dots` is ``base_lr`` times
+
+  .. math:: \min\Bigl(\frac{t + 1}{W},\ \sqrt{\frac{W}{t + 1}}\Bigr),
+
+  i.e. Vaswani's :math:`\min(s / W, \sqrt{W / s})` at step :math:`s = t + 1`
+  with ``base_lr`` the peak, reached at epoch :math:`W - 1`. The multiplier
+  depends only on the epoch, so a resumed run continues the schedule exactly;
 - ``cos``: cosine annealing from ``base_lr`` to 0 over ``optim.max_epoch``
   epochs (GraphGym);
 - ``steps``: multiply by ``optim.lr_decay`` at the epochs ``optim.steps``;
@@ -126,6 +138,17 @@ def cosine_with_warmup(num_warmup: int, num_total: int):
     return factor
 
 
+def transformer_warmup(num_warmup: int):
+    """The lr multiplier of epoch ``t`` for ``transformer_warmup``."""
+    w = max(1, num_warmup)
+
+    def factor(t: int) -> float:
+        s = t + 1
+        return min(s / w, math.sqrt(w / s))
+
+    return factor
+
+
 def build_scheduler(cfg, optimizer):
     """The scheduler of ``optim.scheduler``, or ``None`` for ``none``."""
     name = cfg.optim.scheduler
@@ -135,6 +158,9 @@ def build_scheduler(cfg, optimizer):
         return lr_scheduler.LambdaLR(
             optimizer, cosine_with_warmup(cfg.optim.num_warmup_epochs,
                                           cfg.optim.max_epoch))
+    if name == 'transformer_warmup':
+        return lr_scheduler.LambdaLR(
+            optimizer, transformer_warmup(cfg.optim.num_warmup_epochs))
     if name == 'cos':
         return lr_scheduler.CosineAnnealingLR(optimizer, T_max=cfg.optim.max_epoch)
     if name == 'steps':

@@ -20,8 +20,21 @@ def lin(m, x):
     return x @ m.weight.T + m.bias
 
 
+def randomise_batchnorms(module):
+    """Non-trivial affine weights and running statistics for eval mode."""
+    with torch.no_grad():
+        for bn in module.modules():
+            if isinstance(bn, torch.nn.BatchNorm1d):
+                bn.running_mean.uniform_(-1, 1)
+                bn.running_var.uniform_(0.5, 2)
+                bn.weight.uniform_(0.5, 2)
+                bn.bias.uniform_(-1, 1)
+
+
 def reference(m: GatedGCN, batch):
-    """Bresson & Laurent / GraphGPS GatedGCN on dense [N, N] tensors."""
+    """GraphGPS's GatedGCNLayer on dense [N, N] tensors (one gate per node
+    pair and channel, masked by the adjacency), without its node dropout and
+    residual (the hybrid layer's, checked in test_hybrid_layer_is_gps_layer)."""
     N = batch.num_nodes
     src, dst = batch.edge_index
     A = torch.zeros(N, N, dtype=batch.x.dtype)
@@ -38,20 +51,17 @@ def reference(m: GatedGCN, batch):
         sigma = sigma * m.gate.mlp(r)
     num = (sigma * lin(m.B, X)[None, :, :]).sum(1)
     den = sigma.sum(1)
-    x_out = torch.relu(lin(m.A, X) + num / (den + m.eps))
+    x_out = torch.relu(m.node_norm(lin(m.A, X) + num / (den + m.eps)))
     e_out = batch.edge_attr + torch.relu(m.edge_norm(e_hat[dst, src]))
     return x_out, e_out
 
 
-@pytest.mark.parametrize('pe', [False, True])
-def test_matches_dense_reference(pe):
+@pytest.mark.parametrize('pe,node_norm', [(False, 'batch'), (True, 'batch'),
+                                          (False, 'layer'), (False, 'none')])
+def test_matches_dense_reference(pe, node_norm):
     torch.manual_seed(0)
-    m = GatedGCN(D, equivstable_pe=pe).double()
-    # Non-trivial running statistics for the eval-mode edge BatchNorm.
-    with torch.no_grad():
-        m.edge_norm.running_mean.uniform_(-1, 1)
-        m.edge_norm.running_var.uniform_(0.5, 2)
-        m.edge_norm.weight.uniform_(0.5, 2)
+    m = GatedGCN(D, node_norm=node_norm, equivstable_pe=pe).double()
+    randomise_batchnorms(m)
     m.eval()
     x, e, batch = run(m, data())
     x_ref, e_ref = reference(m, batch)
@@ -79,7 +89,12 @@ def test_gradients_reach_every_parameter(pe):
 
 @pytest.mark.parametrize('norm', ['batch', 'layer', 'none'])
 def test_degenerate_graphs_are_finite(norm):
-    check_degenerate(GatedGCN(D, edge_norm=norm, equivstable_pe=True).double(), D)
+    # The checks include a one-node batch in training mode, which a node
+    # BatchNorm refuses (torch needs two values per channel, as any BatchNorm
+    # of the hybrid layer): the node norm is a LayerNorm there.
+    node_norm = 'layer' if norm == 'batch' else norm
+    check_degenerate(GatedGCN(D, node_norm=node_norm, edge_norm=norm,
+                              equivstable_pe=True).double(), D)
 
 
 def test_edge_residual_switch():
@@ -109,9 +124,69 @@ def test_from_cfg():
     m = GatedGCN.from_cfg(cfg, D)
     assert m.gate is None and m.dropout.p == 0.2
     assert isinstance(m.edge_norm, torch.nn.BatchNorm1d)
-    # GraphGPS GatedGCNLayer: five d x d linears + edge BN (node BN is the
-    # hybrid layer's).
-    assert sum(p.numel() for p in m.parameters()) == 5 * (D * D + D) + 2 * D
+    # GraphGPS GatedGCNLayer: five d x d linears, node BN and edge BN.
+    assert sum(p.numel() for p in m.parameters()) == 5 * (D * D + D) + 2 * 2 * D
     cfg.mpnn.equivstable_pe, cfg.mpnn.edge_norm = True, 'layer'
+    cfg.mpnn.node_norm = 'none'
     m = GatedGCN.from_cfg(cfg, D)
     assert m.gate is not None and isinstance(m.edge_norm, torch.nn.LayerNorm)
+    assert isinstance(m.node_norm, torch.nn.Identity)
+
+
+def test_train_mode_node_batchnorm_uses_batch_statistics():
+    """In training the node BatchNorm normalises A h + aggr over the batch's
+    nodes (each channel mean 0, variance 1 before the activation)."""
+    torch.manual_seed(0)
+    m = GatedGCN(D, act='relu', edge_norm='none').double().train()
+    seen = {}
+    m.node_norm.register_forward_hook(lambda mod, i, o: seen.update(out=o))
+    run(m, data())
+    out = seen['out']
+    torch.testing.assert_close(out.mean(0), torch.zeros(D, dtype=out.dtype),
+                               atol=1e-12, rtol=0)
+    torch.testing.assert_close(out.var(0, unbiased=False),
+                               torch.ones(D, dtype=out.dtype), atol=1e-4, rtol=0)
+
+
+def gps_layer_reference(layer, batch):
+    """GraphGPS ``GPSLayer`` with a ``CustomGatedGCN`` local model and no global
+    model, eval mode, written out: GatedGCNLayer (node BN, ReLU, residual),
+    ``norm1_local``, then ``norm2(h + FFN(h))``."""
+    g = layer.branches['local']
+    x, e = reference(g, batch)  # relu(bn_node_x(A x + aggr)), e_in + relu(bn(e))
+    h = layer.norms['local'](batch.x + x)
+    ffn = layer.ffn
+    h = layer.ffn_norm(h + lin(ffn.lin2, torch.relu(lin(ffn.lin1, h))))
+    return h, e
+
+
+def test_hybrid_layer_is_gps_layer():
+    """HybridLayer(GatedGCN) equals GraphGPS's GPSLayer around its
+    GatedGCNLayer: node norm before the activation inside the branch, one
+    residual and one norm1_local outside it."""
+    from graphgps_ext.layer.hybrid import HybridLayer
+    torch.manual_seed(0)
+    layer = HybridLayer(D, local=GatedGCN(D), dropout=0.2).double()
+    randomise_batchnorms(layer)
+    layer.eval()
+    batch = Batch.from_data_list(data())
+    x, e = layer(batch.x, batch.edge_attr, context(batch))
+    x_ref, e_ref = gps_layer_reference(layer, batch)
+    torch.testing.assert_close(x, x_ref, atol=1e-12, rtol=1e-12)
+    torch.testing.assert_close(e, e_ref, atol=1e-12, rtol=1e-12)
+
+
+def test_hybrid_layer_drops_the_node_update_once():
+    """Training mode, no norms, no residual, no FFN: the node output is
+    Drop(act(A x + aggr)), each entry 0 or the update scaled by 1/(1-p)
+    (a second dropout would give 1/(1-p)^2)."""
+    from graphgps_ext.layer.hybrid import HybridLayer
+    torch.manual_seed(0)
+    g = GatedGCN(D, node_norm='none', edge_norm='none').double()
+    layer = HybridLayer(D, local=g, norm='none', residual=False, dropout=0.5,
+                        ffn=False).double().train()
+    batch = Batch.from_data_list(data())
+    x, _ = layer(batch.x, batch.edge_attr, context(batch))
+    full, _ = g.eval()(batch.x, batch.edge_attr, context(batch))
+    ratio = x[full > 1e-6] / full[full > 1e-6]
+    assert set(ratio.round(decimals=9).unique().tolist()) == {0.0, 2.0}

@@ -9,7 +9,7 @@ import torch
 from graphgps_ext.config import speed
 from graphgps_ext.train.optim import (build_optimizer, build_scheduler,
                                       cosine_with_warmup, current_lr,
-                                      load_optimizer_state)
+                                      load_optimizer_state, transformer_warmup)
 
 
 def lrs(cfg, epochs):
@@ -42,6 +42,42 @@ def test_cosine_with_warmup_factor():
     assert f(0) == 1e-6 and f(2) == 0.5 and f(4) == 1.0
     assert f(9) == pytest.approx(0.5)
     assert f(14) == pytest.approx(0.0)
+
+
+def test_transformer_warmup_factor():
+    """Vaswani et al.'s min(s / W, sqrt(W / s)) at s = epoch + 1."""
+    f = transformer_warmup(4)
+    assert [f(t) for t in range(4)] == pytest.approx([0.25, 0.5, 0.75, 1.0])
+    assert f(15) == pytest.approx(0.5)  # sqrt(4 / 16)
+    assert f(99) == pytest.approx(0.2)  # sqrt(4 / 100)
+    assert transformer_warmup(0)(0) == 1.0
+
+
+def test_transformer_warmup_resumes_exactly(tiny_cfg):
+    """A scheduler restored from a state dict after k epochs continues with
+    the learning rates of the uninterrupted run."""
+    tiny_cfg.optim.base_lr = 2.0
+    tiny_cfg.optim.scheduler = 'transformer_warmup'
+    tiny_cfg.optim.num_warmup_epochs = 3
+    full = lrs(tiny_cfg, 8)
+    assert full[:3] == pytest.approx([2 / 3, 4 / 3, 2.0])
+    assert full[7] == pytest.approx(2.0 * math.sqrt(3 / 8))
+    opt = build_optimizer(tiny_cfg, [torch.nn.Parameter(torch.zeros(1))])
+    sched = build_scheduler(tiny_cfg, opt)
+    for _ in range(5):
+        opt.step()
+        sched.step()
+    state = copy.deepcopy((opt.state_dict(), sched.state_dict()))
+    opt2 = build_optimizer(tiny_cfg, [torch.nn.Parameter(torch.zeros(1))])
+    sched2 = build_scheduler(tiny_cfg, opt2)
+    load_optimizer_state(opt2, state[0])
+    sched2.load_state_dict(state[1])
+    resumed = []
+    for _ in range(3):
+        resumed.append(current_lr(opt2))
+        opt2.step()
+        sched2.step()
+    assert resumed == pytest.approx(full[5:])
 
 
 def test_schedules(tiny_cfg):

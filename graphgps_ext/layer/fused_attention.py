@@ -1,9 +1,10 @@
-r"""Node attention shared by the Transformer and MNA branches, and the size
-blocks that CSA uses as well.
+r"""The fast attention kernels: node attention shared by the Transformer and
+MNA branches, and the size blocks that CSA uses as well.
 
-- :func:`key_mask`: the key-padding mask ``[B, 1, 1, n]`` of the dense
-  layout (``ctx.layout``), computed once per batch (``ctx.cached``), used
-  where the full attention map is recorded;
+What they compute is written plainly in
+:mod:`graphgps_ext.layer.reference_attention` (the dense padded layout, one
+softmax per graph); the tests hold these kernels to it.
+
 - :func:`node_attention`: :math:`\mathrm{Drop}(\mathrm{softmax}(Q K^\top
   / \sqrt{d_h} + \text{mask}))\, V` among the nodes of each graph from
   node-level ``q, k, v`` ``[N, d_h]`` per head. The graphs are sorted by size
@@ -33,16 +34,6 @@ from torch import Tensor
 
 from graphgps_ext.layer.context import GraphContext
 from graphgps_ext.layer.dropout import dropout_mask, keep_scale
-
-
-def key_mask(ctx: GraphContext) -> Tensor:
-    r"""``[B, 1, 1, n_max]`` boolean, ``True`` at the real nodes of each graph
-    (every key of a graph without nodes, so that no softmax row is empty)."""
-    def compute():
-        keep = ctx.layout.mask
-        keep = keep | ~keep.any(dim=-1, keepdim=True)
-        return keep[:, None, None, :]
-    return ctx.cached('attention/key_mask', compute)
 
 
 #: Largest block size ``n`` for which :func:`node_attention` materialises

@@ -1,12 +1,16 @@
+"""The fast attention kernels (graphgps_ext.layer.fused_attention) against
+the readable dense reference (graphgps_ext.layer.reference_attention), which
+is itself checked against a per-graph loop."""
 import itertools
 
 import pytest
 import torch
 from torch_geometric.data import Batch, Data
 
-from graphgps_ext.layer import attention
-from graphgps_ext.layer.attention import key_mask, node_attention
+from graphgps_ext.layer import fused_attention as attention
 from graphgps_ext.layer.context import GraphContext
+from graphgps_ext.layer.fused_attention import node_attention
+from graphgps_ext.layer.reference_attention import dense_node_attention, key_mask
 
 SIZES = [4, 1, 6, 3]
 
@@ -17,7 +21,7 @@ def make_ctx(sizes=SIZES):
     return GraphContext.from_batch(Batch.from_data_list(data))
 
 
-def reference(qkv, sizes, scale):
+def loop_reference(qkv, sizes, scale):
     """Per graph and head: softmax(q k^T scale) v with plain loops."""
     out = torch.zeros_like(qkv[0])
     start = 0
@@ -28,6 +32,20 @@ def reference(qkv, sizes, scale):
         out[..., sl, :] = a @ v
         start += n
     return out
+
+
+def reference(qkv, sizes, scale):
+    """The package's readable reference (dense padded layout)."""
+    return dense_node_attention(qkv, make_ctx(sizes), scale=scale)
+
+
+@pytest.mark.parametrize('heads', [(2, ), (3, 2)])
+def test_dense_reference_is_the_per_graph_softmax(heads):
+    torch.manual_seed(5)
+    sizes = [4, 1, 6, 0, 3]
+    qkv = torch.randn((3, ) + heads + (sum(sizes), 4), dtype=torch.float64)
+    torch.testing.assert_close(reference(qkv, sizes, 0.7),
+                               loop_reference(qkv, sizes, 0.7))
 
 
 @pytest.mark.parametrize('explicit_max', [64, 0])  # explicit path / SDPA path

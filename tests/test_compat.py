@@ -1,0 +1,374 @@
+"""GraphGPS, GEAET and CSA configs run here unchanged (:mod:`graphgps_ext.compat`).
+
+The fixtures are the unmodified configs of the three code bases in
+``../shared/compat`` (README there: provenance and the parameter counts the
+authors' code builds from each file). Every fixture either builds a model
+with exactly the authors' count or is refused with the key named; those
+whose data is available offline (ZINC, Peptides-func) train one epoch
+through ``main.py``.
+"""
+import copy
+import os
+import re
+
+import pytest
+import torch
+import yaml
+
+from graphgps_ext import compat
+from graphgps_ext.config import ConfigError
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+COMPAT = os.environ.get('GRAPHGPS_EXT_SHARED_COMPAT',
+                        os.path.join(ROOT, os.pardir, 'shared', 'compat'))
+SHARED_DATA = os.environ.get('GRAPHGPS_EXT_SHARED_DATA',
+                             os.path.join(ROOT, os.pardir, 'shared', 'data'))
+
+
+def run_main(*argv) -> int:
+    """``main.py``'s ``main(argv)`` in this process."""
+    import importlib.util
+    spec = importlib.util.spec_from_file_location('main', os.path.join(ROOT, 'main.py'))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.main(list(argv))
+
+
+def _published():
+    """``{'graphgps/zinc-GPS+RWSE.yaml': 423717, ...}`` from the README."""
+    path = os.path.join(COMPAT, 'README.md')
+    if not os.path.exists(path):
+        return {}
+    with open(path) as f:
+        return {k: int(v.replace(',', ''))
+                for k, v in re.findall(r'^\| (\S+\.yaml) \| ([\d,]+) \|$',
+                                       f.read(), re.M)}
+
+
+PUBLISHED = _published()
+FIXTURES = sorted(os.path.relpath(os.path.join(d, f), COMPAT)
+                  for d, _, files in os.walk(COMPAT) for f in files
+                  if f.endswith('.yaml')) if os.path.isdir(COMPAT) else []
+# Fixtures refused at start, and the key their message must name.
+REFUSED = {'graphgps/ogbg-code2-GPS.yaml': "'gt.layer_type' (CustomGatedGCN+Performer)"}
+SOURCE = {'graphgps': compat.GRAPHGPS, 'geaet': compat.GEAET, 'csa': compat.CSA}
+needs_fixtures = pytest.mark.skipif(not FIXTURES, reason=f'{COMPAT} not available')
+
+
+def fixture(rel: str) -> str:
+    return os.path.join(COMPAT, rel)
+
+
+def raw(rel: str) -> dict:
+    with open(fixture(rel)) as f:
+        return yaml.safe_load(f)
+
+
+def write(tmp_path, data: dict, name: str = 'foreign.yaml') -> str:
+    path = tmp_path / name
+    path.write_text(yaml.safe_dump(data))
+    return str(path)
+
+
+@pytest.fixture(scope='module', autouse=True)
+def one_thread():
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
+# ---------------------------------------------------------------- detection --
+@needs_fixtures
+@pytest.mark.parametrize('rel', FIXTURES)
+def test_source_detected_from_the_keys(rel):
+    assert compat.detect(raw(rel)) == SOURCE[rel.split('/')[0]]
+
+
+def test_own_configs_are_not_translated():
+    import glob
+    paths = glob.glob(os.path.join(ROOT, 'configs', '**', '*.yaml'), recursive=True)
+    assert len(paths) > 100
+    for path in paths:
+        with open(path) as f:
+            assert compat.detect(yaml.safe_load(f)) is None, path
+
+
+# ------------------------------------------------------------ model parity --
+# Differences from the authors' count, each with the module that causes it
+# and its exact size from the translated config (none: exact parity).
+def _csa_unused(cfg):
+    d, rings = cfg.gt.dim_hidden, cfg.pairenc.rings and cfg.pairenc.ring_mode == 'categorical'
+    return cfg.gt.layers * 2 * d + (-1 if rings else 1) * (d // 2)
+
+
+_CSA = ("CSA's GPSLayer allocates norm1_local (a BatchNorm, 2 d per layer) that "
+        "its forward never uses without a local model, and CSA's "
+        'DenseEdgeEncoder has 3 rows of d/2 where the pair encoder has 2 '
+        '(4 with categorical rings)', _csa_unused)
+DIFFERENCES = {
+    'csa/zinc-CSA+RWSE.yaml': _CSA, 'csa/zinc-CSA+Rings.yaml': _CSA,
+    'csa/zinc-CSA+SPDE.yaml': _CSA, 'csa/pattern-CSA.yaml': _CSA,
+    'csa/mnist-CSA.yaml': _CSA,
+}
+
+
+@needs_fixtures
+@pytest.mark.parametrize('rel', sorted(PUBLISHED))
+def test_dry_run_builds_the_authors_parameter_count(rel):
+    from graphgps_ext.dry_run import check
+    result = check(fixture(rel), [])
+    assert result.translation is not None and result.translation.source == \
+        SOURCE[rel.split('/')[0]]
+    why, size = DIFFERENCES.get(rel, ('', lambda cfg: 0))
+    assert PUBLISHED[rel] - result.params == size(result.cfg), \
+        f"{rel}: {result.params:,} parameters, the authors' code builds " \
+        f'{PUBLISHED[rel]:,}' + (f' (expected difference: {why})' if why else '')
+
+
+@needs_fixtures
+@pytest.mark.parametrize('rel', [r for r in FIXTURES if r not in PUBLISHED])
+def test_other_fixtures_build_or_are_refused_naming_the_key(rel, capsys):
+    code = run_main('--cfg', fixture(rel), '--dry-run')
+    out, err = capsys.readouterr()
+    if rel in REFUSED:
+        assert code == 2 and REFUSED[rel] in err, err
+    else:
+        assert code == 0, err
+        assert re.search(r'^parameters: [\d,]+$', out, re.M), out
+
+
+@needs_fixtures
+def test_translation_equals_the_shipped_graphgps_zinc_config():
+    """The translated GraphGPS ZINC config builds the same parameters, tensor
+    by tensor, as configs/gps/zinc.yaml (written from the authors' model)."""
+    from graphgps_ext.dry_run import check
+    ours = check(os.path.join(ROOT, 'configs', 'gps', 'zinc.yaml'), []).model
+    theirs = check(fixture('graphgps/zinc-GPS+RWSE.yaml'), []).model
+    shapes = lambda m: [(k, tuple(v.shape)) for k, v in m.state_dict().items()]  # noqa: E731
+    assert shapes(theirs) == shapes(ours)
+
+
+@needs_fixtures
+def test_two_class_tasks_predict_one_logit_as_graphgym():
+    from graphgps_ext.dry_run import check
+    theirs = check(fixture('graphgps/pattern-GPS.yaml'), [])
+    assert theirs.task.num_outputs == 1
+    assert theirs.cfg.dataset.binary_single_logit
+    two = check(fixture('graphgps/pattern-GPS.yaml'),
+                ['dataset.binary_single_logit', 'False'])
+    assert two.task.num_outputs == 2 and two.params == theirs.params + 65
+    ten = check(fixture('graphgps/cifar10-GPS.yaml'), [])
+    assert ten.task.num_outputs == 10
+
+
+# -------------------------------------------------------------------- notes --
+@needs_fixtures
+def test_notes_name_each_translated_and_inert_key():
+    notes = compat.translate(raw('geaet/pattern.yaml'), path='pattern.yaml').notes
+    assert 'GEANet.unit_size 16 -> gea.num_slots 16, ' \
+           'gea.parity_slots_eq_head_dim True' in notes
+    assert any(n.startswith('gt.layer_type CustomGatedGCN+Transformer+GEANet -> '
+                            'gt.layer_type GatedGCN+Transformer+GEANet') for n in notes)
+    assert any(n.startswith('train.mode custom: inert') for n in notes)
+    assert any(n.startswith('train.ckpt_period 100: inert') for n in notes)
+    assert any(n.startswith('accelerator cuda:1 -> accelerator auto') for n in notes)
+    assert any(n.startswith('gt.ffn_dropout 0.13, gt.global_dropout 0.13, '
+                            'gt.external_dropout 0.13 -> gt.dropout 0.13') for n in notes)
+    zinc = compat.translate(raw('graphgps/zinc-GPS+RWSE.yaml')).notes
+    assert 'gnn.layers_post_mp 3: inert (san_graph always has 3 layers)' in zinc
+    assert any(n.startswith('posenc_RWSE.layers (GraphGPS default) 3 -> ')
+               for n in zinc)
+
+
+@needs_fixtures
+def test_name_tag_and_wandb_name(tmp_path):
+    data = raw('graphgps/zinc-GPS+RWSE.yaml')
+    data['name_tag'] = 'run7'
+    data['wandb']['name'] = 'my-run'
+    t = compat.translate(data, path=str(tmp_path / 'zinc-GPS+RWSE.yaml'))
+    assert t.config['run_name'] == 'zinc-GPS+RWSE-run7'
+    assert 'wandb.name my-run: inert (W&B runs are named <run_name>-s<seed> here)' \
+        in t.notes
+    assert 'name' not in t.config['wandb']
+
+
+@needs_fixtures
+def test_load_cfg_logs_the_notes_once_per_file(capsys):
+    from graphgps_ext.config.load import load_cfg
+    path = fixture('geaet/mnist.yaml')
+    compat._logged.pop(os.path.abspath(path), None)
+    load_cfg(path, [])
+    load_cfg(path, ['seed', '3'])
+    out = capsys.readouterr().out
+    assert out.count('GEAET config, translated') == 1
+    assert '  GEANet.unit_size 10 -> gea.num_slots 10' in out
+
+
+# ----------------------------------------------------------------- refusals --
+def _zinc_with(**changes):
+    data = copy.deepcopy(raw('graphgps/zinc-GPS+RWSE.yaml'))
+    for key, value in changes.items():
+        node = data
+        parts = key.split('.')
+        for p in parts[:-1]:
+            node = node.setdefault(p, {})
+        node[parts[-1]] = value
+    return data
+
+
+REFUSALS = [
+    ({'gt.layer_type': 'GINE+Performer'}, "'gt.layer_type'"),
+    ({'gt.layer_type': 'PNA+Transformer'}, "'gt.layer_type'"),
+    ({'gt.layer_norm': True, 'gt.batch_norm': False}, "'gt.layer_norm'"),
+    ({'gnn.layers_pre_mp': 1}, "'gnn.layers_pre_mp'"),
+    ({'gnn.dim_inner': 32}, "'gnn.dim_inner'"),
+    ({'model.type': 'SANTransformer'}, "'model.type'"),
+    ({'dataset.format': 'PyG-Planetoid'}, "'dataset.format'"),
+    ({'optim.batch_accumulation': 2}, "'optim.batch_accumulation'"),
+    ({'optim.scheduler': 'linear_with_warmup'}, "'optim.scheduler'"),
+    ({'train.mode': 'inference-only'}, "'train.mode'"),
+    ({'posenc_SignNet.enable': True}, "'posenc_SignNet.enable'"),
+    ({'posenc_RWSE.model': 'none'}, "'posenc_RWSE.model'"),
+    ({'dataset.node_encoder_name': 'TypeDictNode+SignNet'},
+     "'dataset.node_encoder_name'"),
+    ({'gnn.head': 'graphormer_graph'}, "'gnn.head'"),
+    ({'model.loss_fun': 'smoothl1'}, "'model.loss_fun'"),
+    ({'gt.bogus_key': 1}, "'gt.bogus_key'"),
+]
+
+
+@needs_fixtures
+@pytest.mark.parametrize('changes,named', REFUSALS,
+                         ids=[next(iter(c)) for c, _ in REFUSALS])
+def test_what_would_change_the_model_is_refused_at_start(tmp_path, capsys,
+                                                         changes, named):
+    path = write(tmp_path, _zinc_with(**changes))
+    assert run_main('--cfg', path, '--dry-run') == 2
+    err = capsys.readouterr().err
+    assert err.startswith('config error: ') and named in err, err
+
+
+@needs_fixtures
+def test_geaet_refusals():
+    data = raw('geaet/pattern.yaml')
+    bad = copy.deepcopy(data)
+    bad['gt']['global_dropout'] = 0.3
+    with pytest.raises(ConfigError, match=r'gt\.ffn_dropout 0\.13.*gt\.global_dropout 0\.3'):
+        compat.translate(bad)
+    bad = copy.deepcopy(data)
+    bad['GEANet']['unit_size'] = 8
+    with pytest.raises(ConfigError, match=r"'GEANet\.unit_size' \(8\).*8 x 4"):
+        compat.translate(bad)
+    bad = copy.deepcopy(data)
+    bad['GEANet']['edge_unit'] = False
+    with pytest.raises(ConfigError, match=r"'GEANet\.shared_unit'"):
+        compat.translate(bad)
+    # Unequal dropouts of blocks the layer does not have are inert.
+    ok = copy.deepcopy(data)
+    ok['gt']['layer_type'] = 'CustomGatedGCN+Transformer+None'
+    ok['gt']['external_dropout'] = 0.5
+    t = compat.translate(ok)
+    assert t.config['gt']['dropout'] == 0.13
+    assert 'gt.external_dropout 0.5: inert (no such block in this layer)' in t.notes
+
+
+# ------------------------------------------------- overrides, config.yaml --
+@needs_fixtures
+def test_overrides_in_our_keys_apply_after_the_translation():
+    from graphgps_ext.dry_run import check
+    r = check(fixture('geaet/pattern.yaml'), ['gea.parity_batch_softmax', 'False',
+                                              'gt.layers', '2'])
+    assert r.cfg.gea.parity_batch_softmax is False and r.cfg.gt.layers == 2
+    assert r.cfg.gea.num_slots == 16
+
+
+# ---------------------------------------------------------- one epoch each --
+TRAINED = ['graphgps/zinc-GPS+RWSE.yaml', 'csa/zinc-CSA+RWSE.yaml',
+           'csa/zinc-CSA+Rings.yaml', 'csa/zinc-CSA+SPDE.yaml',
+           'graphgps/peptides-func-GPS.yaml']
+
+
+@pytest.fixture(scope='module')
+def data_root(tmp_path_factory):
+    """ZINC and Peptides-func copied once for the module (processed once)."""
+    import shutil
+    root = tmp_path_factory.mktemp('data')
+    for name in ('ZINC', 'peptides-functional'):
+        src = os.path.join(SHARED_DATA, name)
+        if not os.path.exists(src):
+            pytest.skip(f'{src} not available')
+        shutil.copytree(src, root / name)
+    return str(root)
+
+
+@needs_fixtures
+@pytest.mark.parametrize('rel', TRAINED)
+def test_fixture_trains_one_epoch_and_config_yaml_reproduces_it(rel, data_root,
+                                                                tmp_path, capsys):
+    import json
+    from graphgps_ext.dry_run import check
+    out = tmp_path / 'results'
+    code = run_main('--cfg', fixture(rel), 'dataset.dir', data_root,
+                    'dataset.max_graphs', '48', 'optim.max_epoch', '1',
+                    'train.batch_size', '16', 'wandb.use', 'False',
+                    'out_dir', str(out), 'num_threads', '1')
+    assert code == 0, capsys.readouterr()
+    run_dir = out / os.path.splitext(os.path.basename(rel))[0] / '0'
+    with open(run_dir / 'val' / 'stats.jsonl') as f:
+        stats = [json.loads(line) for line in f]
+    assert len(stats) == 1 and all(v == v for v in stats[0].values())
+    # config.yaml is this project's config: it builds the same model alone.
+    saved = str(run_dir / 'config.yaml')
+    with open(saved) as f:
+        assert compat.detect(yaml.safe_load(f)) is None
+    again = check(saved, [])
+    assert again.translation is None
+    assert again.params == stats[0]['params'] == check(fixture(rel), []).params
+
+
+# ---------------------------------------------- other configs of the sources --
+@needs_fixtures
+def test_graphgps_custom_gnn_is_an_mpnn_stack():
+    """GraphGPS's MPNN baselines (model.type custom_gnn): gnn.layers_mp
+    GatedGCN layers with gnn.residual and gnn.dropout, no attention, FFN or
+    layer norm."""
+    from graphgps_ext.dry_run import check
+    data = raw('graphgps/peptides-func-GPS.yaml')
+    data['model']['type'] = 'custom_gnn'
+    del data['gt']
+    data['gnn'].update(layer_type='gatedgcnconv', layers_mp=5, residual=True,
+                       dim_inner=138, dropout=0.1)
+    t = compat.translate(data)
+    assert t.config['gt']['layer_type'] == 'GatedGCN+None+None'
+    assert (t.config['gt']['layers'], t.config['gt']['dim_hidden'],
+            t.config['gt']['dropout'], t.config['gt']['residual'],
+            t.config['gt']['ffn'], t.config['gt']['norm']) == (5, 138, 0.1, True, False, 'none')
+    import tempfile
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, 'peptides-func-GatedGCN.yaml')
+        with open(path, 'w') as f:
+            yaml.safe_dump(data, f)
+        result = check(path, [])
+    layer = result.model.layers[0]
+    assert list(layer.branches) == ['local'] and layer.ffn is None
+    d = 138  # A..E, node and edge BatchNorms; Atom/Bond encoders; 1-layer head
+    assert sum(p.numel() for p in layer.parameters()) == 5 * (d * d + d) + 4 * d
+
+
+@needs_fixtures
+def test_geaet_unequal_dropouts_are_settled_on_the_command_line(tmp_path, capsys):
+    data = raw('geaet/vocsp.yaml')
+    data['gt'].update(layer_type='GCN+None+GEANet', use_ffn=False,
+                      local_dropout=0.1, external_dropout=0.05, local_out_act=True)
+    path = write(tmp_path, data, 'vocsp-gcn.yaml')
+    assert run_main('--cfg', path, '--dry-run') == 2
+    err = capsys.readouterr().err
+    assert 'gt.local_dropout 0.1, gt.external_dropout 0.05 differ' in err
+    assert 'e.g. gt.dropout 0.1' in err
+    assert run_main('--cfg', path, '--dry-run', 'gt.dropout', '0.1') == 0
+    out = capsys.readouterr().out
+    assert 'gt.local_dropout 0.1, gt.external_dropout 0.05 -> gt.dropout from ' \
+           'the command line' in out
+    assert 'gt.use_ffn False -> gt.ffn False, gt.parity_norm_without_ffn True' in out
+    assert 'local GCN' in out and 'no FFN and norms' in out
