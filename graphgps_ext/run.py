@@ -105,12 +105,14 @@ def build_model(cfg, task) -> torch.nn.Module:
     return gg.network_dict[cfg.model.type](cfg, task)
 
 
-def resume_command(cfg_file: Optional[str], opts: Sequence[str], seed: int) -> str:
+def resume_command(cfg_file: Optional[str], opts: Sequence[str], seed: int,
+                   drop: Sequence[str] = ()) -> str:
     """The command line that continues seed ``seed`` of a run started with
-    ``--cfg cfg_file`` and the ``KEY VALUE`` overrides ``opts``."""
+    ``--cfg cfg_file`` and the ``KEY VALUE`` overrides ``opts`` (without
+    the keys ``drop``)."""
     keep: List[str] = []
     for key, value in zip(opts[0::2], opts[1::2]):
-        if key not in ('seed', 'train.auto_resume'):
+        if key not in ('seed', 'train.auto_resume', *drop):
             keep += [key, value]
     return shlex.join(['python', 'main.py', '--cfg', cfg_file or 'CONFIG.yaml',
                        '--seeds', str(seed), *keep, 'train.auto_resume', 'True'])
@@ -168,7 +170,8 @@ def run_seed(cfg, cfg_file: Optional[str] = None,
         run = prepare(cfg, plan, state)
         trainer = start(cfg, run_dir, run, plan, ident, callbacks)
         began = time.perf_counter()
-        best = train(trainer, resume_command(cfg_file, opts, cfg.seed))
+        best = train(trainer, lambda *drop: resume_command(
+            cfg_file, opts, cfg.seed, drop))
         finish(run_dir, trainer, best, ident, time.perf_counter() - began)
         return best
     finally:
@@ -226,7 +229,8 @@ def decide(cfg, run_dir: str, ident: Dict[str, Any], overwrite: bool
         (log.info if status.state == 'complete' else log.warning)(note)
         return Plan('skip', note), None
     last = os.path.join(run_dir, 'ckpt', 'last.pt')
-    if cfg.train.auto_resume and status.done is None and ckpt.has_checkpoint(last):
+    if (cfg.train.auto_resume and not overwrite and status.done is None
+            and ckpt.has_checkpoint(last)):
         state, used, warning = ckpt.load_latest(last)
         if warning:
             log.warning(warning)
@@ -391,20 +395,23 @@ def _log_setup(cfg, run: SimpleNamespace, trainer: Trainer):
            if world_size > 1 else ''))
 
 
-def train(trainer: Trainer, resume_cmd: str) -> Optional[Dict[str, Any]]:
-    """:meth:`Trainer.fit`; on failure log how to resume, close the loggers
-    and re-raise."""
+def train(trainer: Trainer, resume_cmd: Callable[..., str]
+          ) -> Optional[Dict[str, Any]]:
+    """:meth:`Trainer.fit`; on failure log how to resume (``resume_cmd(*keys)``:
+    the command without the overrides of ``keys``), close the loggers and
+    re-raise."""
     log = get_logger()
     try:
         best = trainer.fit()
     except KeyboardInterrupt:
         trainer.logger.close(failed=True)
         log.error(f'interrupted; {trainer.last_path} holds the state after epoch '
-                  f'{trainer.last_epoch + 1}. Resume with: {resume_cmd}')
+                  f'{trainer.last_epoch + 1}. Resume with: {resume_cmd()}')
         raise
     except NonFiniteLossError as err:
         trainer.logger.close(failed=True)
-        log.error(f'{err} Resume (with the changed value) with: {resume_cmd}')
+        log.error(f'{err} Resume with, e.g.: {resume_cmd("optim.base_lr")} '
+                  f'optim.base_lr {trainer.cfg.optim.base_lr / 10:g}')
         raise
     except BaseException:
         trainer.logger.close(failed=True)

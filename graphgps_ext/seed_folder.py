@@ -214,13 +214,13 @@ class Replacement:
             return []
         with write_guard(self.pending):
             os.makedirs(self.pending)
+            self.active = True  # from here on, rollback() / recover() undo it
             tmp = os.path.join(self.pending, _MANIFEST + '.tmp')
             with open(tmp, 'w') as f:
                 json.dump(names, f)
                 f.flush()
                 os.fsync(f.fileno())
             os.replace(tmp, os.path.join(self.pending, _MANIFEST))
-            self.active = True
             for name in names:
                 os.replace(os.path.join(self.run_dir, name),
                            os.path.join(self.pending, name))
@@ -253,8 +253,11 @@ def restore(run_dir: str) -> List[str]:
     try:
         with open(os.path.join(pending, _MANIFEST)) as f:
             old = json.load(f)
-    except FileNotFoundError:
-        old = []  # killed before the manifest existed: nothing was moved
+    except (FileNotFoundError, ValueError):
+        # Stopped before the manifest was complete: nothing was moved yet,
+        # every entry in the folder is the old run's.
+        _remove(pending)
+        return []
     moved = [n for n in old if os.path.lexists(os.path.join(pending, n))]
     for name in run_entries(run_dir):
         if name not in old or name in moved:  # the new run's

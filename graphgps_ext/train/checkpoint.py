@@ -34,6 +34,7 @@ import os
 import pickle
 import random
 import re
+import warnings
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
 import numpy as np
@@ -73,7 +74,7 @@ class UnsafeCheckpointError(CheckpointError):
 
 
 class CorruptCheckpointError(CheckpointError):
-    """The file is truncated or not a checkpoint."""
+    """The file is truncated, not a checkpoint, or cannot be read."""
 
 
 def is_main_process() -> bool:
@@ -176,22 +177,47 @@ def load(path: str, map_location='cpu') -> Dict[str, Any]:
     if not os.path.isfile(path):
         raise FileNotFoundError(path)
     try:
-        with torch.serialization.safe_globals(_legacy_numpy_globals()):
+        with torch.serialization.safe_globals(_legacy_numpy_globals()), \
+                warnings.catch_warnings():
+            warnings.simplefilter('ignore')  # e.g. on the pickle protocol
             return torch.load(path, map_location=map_location, weights_only=True)
     except pickle.UnpicklingError as err:
-        detail = str(err)
-        found = re.search(r'Unsupported (global|operand)[^\n]*', detail)
-        raise UnsafeCheckpointError(path, (
-            f'refused to load {path}: it is not a checkpoint of tensors and '
-            f'plain values ({found.group(0) if found else "unsupported pickle"}); '
-            'unpickling it could run code. It was not written by this program: '
-            'delete it or restore the file from a copy you trust.')) from None
+        found = re.search(r'Unsupported global: GLOBAL ([\w.]+)', str(err))
+        if found or _asks_for_objects(path):
+            raise UnsafeCheckpointError(path, (
+                f'refused to load {path}: it is not a checkpoint of tensors and '
+                'plain values (' + (f'it asks for {found.group(1)}' if found else
+                                    'a pickle that builds Python objects')
+                + '); unpickling it could run code. It was not written by this '
+                'program: delete it or restore the file from a copy you '
+                'trust.')) from None
+        raise CorruptCheckpointError(path, f'{path} is not a checkpoint '
+                                     '(unreadable pickle data)') from None
+    except FileNotFoundError:
+        raise
     except (RuntimeError, EOFError, KeyError, ValueError, IndexError,
-            AttributeError, TypeError) as err:
+            AttributeError, TypeError, OSError) as err:
         raise CorruptCheckpointError(path, (
             f'{path} is truncated or not a checkpoint '
-            f'({type(err).__name__}: {str(err).splitlines()[0] if str(err) else "empty"})'
-        )) from None
+            f'({type(err).__name__}: {_first_sentence(err)})')) from None
+
+
+def _first_sentence(err: Exception) -> str:
+    text = str(err).strip()
+    return text.split('. ')[0].splitlines()[0] if text else 'empty file'
+
+
+def _asks_for_objects(path: str) -> bool:
+    """Whether the raw pickle in ``path`` names Python callables (read by
+    :mod:`pickletools`, which parses and never executes)."""
+    import pickletools
+    calls = {'GLOBAL', 'STACK_GLOBAL', 'INST', 'OBJ', 'REDUCE', 'NEWOBJ',
+             'NEWOBJ_EX', 'BUILD'}
+    try:
+        with open(path, 'rb') as f:
+            return any(op.name in calls for op, _, _ in pickletools.genops(f))
+    except Exception:  # not a pickle at all: corrupt, not crafted
+        return False
 
 
 def load_latest(path: str, map_location='cpu'

@@ -58,6 +58,19 @@ posenc: {{progress: False}}
     _check(paths)
     # errors name what to change
     assert main(['--run', gea, '--graphs', '5000', '--out', figs]) == 2
+    # a crafted best.pt is refused unread (exit 6), never unpickled
+    import shutil
+    crafted = str(tmp_path / 'crafted' / '0')
+    shutil.copytree(gea, crafted)
+    marker = tmp_path / 'created-by-unpickling'
+
+    class CreatesFile:
+        def __reduce__(self):
+            return open, (str(marker), 'w')
+
+    torch.save({'model': CreatesFile(), 'epoch': 0}, os.path.join(crafted, 'ckpt', 'best.pt'))
+    assert main(['--run', crafted, '--graphs', '0', '--out', figs]) == 6
+    assert 'refused to load' in capsys.readouterr().err and not marker.exists()
     assert 'out of range' in capsys.readouterr().err
     assert main(['--run', str(tmp_path), '--graphs', '0', '--out', figs]) == 2
     assert 'config.yaml' in capsys.readouterr().err
