@@ -308,10 +308,12 @@ def start(cfg, run_dir: str, run: SimpleNamespace, plan: Plan,
     main = ckpt.is_main_process()
     replacement = Replacement(run_dir)
     trainer = None
+    fresh = plan.action == 'fresh'
     try:
         if main:
-            if plan.action == 'fresh':
+            if fresh:
                 replacement.aside()
+                _write_run_files(cfg, run_dir, run.bundle, fingerprint(ident))
             attach_run_log(run_dir)
         state = run.state
         run_logger = RunLogger(cfg, run_dir, cfg.run_name,
@@ -319,11 +321,9 @@ def start(cfg, run_dir: str, run: SimpleNamespace, plan: Plan,
         trainer = Trainer(cfg, run.model, run.loaders, LOSSES[cfg.model.loss_fun],
                           run.metric, run.mode, run.task.metrics, run_dir,
                           run_logger, run.device, callbacks)
+        trainer.identity = ident
         _log_setup(cfg, run, trainer)
-        if state is None:
-            trainer.identity = ident
-            if main:
-                _write_run_files(cfg, run_dir, run.bundle, fingerprint(ident))
+        if fresh:
             trainer.save_last()  # the initial state: resumable from here on
             if main:
                 replacement.commit()
@@ -349,7 +349,6 @@ def _resume(cfg, run_dir: str, run: SimpleNamespace, plan: Plan,
     except RuntimeError as err:
         raise StartRefused(str(err)) from None
     trainer.retune(plan.changes)
-    trainer.identity = ident
     if ckpt.is_main_process():
         truncate_stats(run_dir, trainer.last_epoch)
         if trainer.best is not None:

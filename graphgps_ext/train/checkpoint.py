@@ -35,6 +35,7 @@ import pickle
 import random
 import re
 import warnings
+from contextlib import nullcontext
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
 import numpy as np
@@ -167,6 +168,16 @@ def _legacy_numpy_globals() -> list:
             type(np.dtype(np.uint32))]
 
 
+def _allowing(safe: list):
+    """``torch.serialization.safe_globals(safe)`` (torch < 2.5: allow-listed
+    for the process with ``add_safe_globals``)."""
+    scoped = getattr(torch.serialization, 'safe_globals', None)
+    if scoped is not None:
+        return scoped(safe)
+    torch.serialization.add_safe_globals(safe)
+    return nullcontext()
+
+
 def load(path: str, map_location='cpu') -> Dict[str, Any]:
     """Read a checkpoint with ``torch.load(weights_only=True)``.
 
@@ -177,8 +188,7 @@ def load(path: str, map_location='cpu') -> Dict[str, Any]:
     if not os.path.isfile(path):
         raise FileNotFoundError(path)
     try:
-        with torch.serialization.safe_globals(_legacy_numpy_globals()), \
-                warnings.catch_warnings():
+        with _allowing(_legacy_numpy_globals()), warnings.catch_warnings():
             warnings.simplefilter('ignore')  # e.g. on the pickle protocol
             return torch.load(path, map_location=map_location, weights_only=True)
     except pickle.UnpicklingError as err:

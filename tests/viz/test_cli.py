@@ -1,6 +1,7 @@
 """``python -m graphgps_ext.viz`` on tiny checkpoints trained by ``main.py``,
 and the drawing helpers (RDKit molecules, networkx fallback)."""
 import os
+import shutil
 import sys
 
 import torch
@@ -58,8 +59,10 @@ posenc: {{progress: False}}
     _check(paths)
     # errors name what to change
     assert main(['--run', gea, '--graphs', '5000', '--out', figs]) == 2
+    assert 'out of range' in capsys.readouterr().err
+    assert main(['--run', str(tmp_path), '--graphs', '0', '--out', figs]) == 2
+    assert 'config.yaml' in capsys.readouterr().err
     # a crafted best.pt is refused unread (exit 6), never unpickled
-    import shutil
     crafted = str(tmp_path / 'crafted' / '0')
     shutil.copytree(gea, crafted)
     marker = tmp_path / 'created-by-unpickling'
@@ -71,9 +74,6 @@ posenc: {{progress: False}}
     torch.save({'model': CreatesFile(), 'epoch': 0}, os.path.join(crafted, 'ckpt', 'best.pt'))
     assert main(['--run', crafted, '--graphs', '0', '--out', figs]) == 6
     assert 'refused to load' in capsys.readouterr().err and not marker.exists()
-    assert 'out of range' in capsys.readouterr().err
-    assert main(['--run', str(tmp_path), '--graphs', '0', '--out', figs]) == 2
-    assert 'config.yaml' in capsys.readouterr().err
 
 
 def test_zinc_and_ogb_molecules():
