@@ -128,8 +128,9 @@ def failures() -> List[Failure]:
         (StartRefused, EXIT_USAGE, lambda e, cmd: f'error: {e}'),
         (NonFiniteLossError, EXIT_NAN, lambda e, cmd: ''),
         (ResultsWriteError, EXIT_WRITE, lambda e, cmd: (
-            f'error: {e}. Free some space or make the folder writable; the '
-            f'last good checkpoint is kept. Then continue with: {cmd}')),
+            f'error: {e}. Free some space or make the folder writable (what '
+            f'was written so far, the last good checkpoint included, is kept), '
+            f'then continue with: {cmd}')),
         (CheckpointError, EXIT_CHECKPOINT, lambda e, cmd: (
             f'error: {e}. To start this seed afresh instead, add --overwrite.')),
         (KeyboardInterrupt, EXIT_INTERRUPT, lambda e, cmd: 'stopped by interrupt'),

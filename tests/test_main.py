@@ -298,7 +298,7 @@ def test_unwritable_results_exit_4_with_the_resume_command(work, in_process,
     err = capsys.readouterr().err
     assert rc == 4, err
     assert f'could not write {blocker}/results/quick/0/lock: Not a directory' in err
-    assert 'Then continue with: python main.py --cfg' in err
+    assert 'then continue with: python main.py --cfg' in err
     assert 'train.auto_resume True' in err and 'Traceback' not in err
 
 
