@@ -147,12 +147,14 @@ class SeedLock:
         while not os.path.isdir(path):
             missing.append(path)
             path = os.path.dirname(path)
+        created = []
         for path in reversed(missing):
             try:
                 os.mkdir(path)
-            except FileExistsError:
+                created.insert(0, path)  # deepest first
+            except FileExistsError:  # made by another process meanwhile
                 pass
-        return missing
+        return created
 
     def release(self):
         if self.fd is None:
