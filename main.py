@@ -4,6 +4,13 @@
     python main.py --cfg FILE --repeat 3 optim.max_epoch 50 train.auto_resume True
     python main.py --cfg FILE --seeds 0,1,2 --mark_done
     python main.py --cfg FILE --dry-run     (check it; build the model, no data)
+    python main.py --cfg FILE --overwrite        (replace finished seeds)
+
+A finished seed (its folder holds ``done``) is reported and skipped, as
+``complete`` (same config) or ``stale`` (with the keys that differ), unless
+``--overwrite`` is given. With ``train.auto_resume True`` an unfinished seed
+continues from its checkpoint; changed optimiser hyper-parameters take
+effect, other changes are refused. See docs/runs.md.
 
 Data parallel on G GPUs (or G CPU processes with gloo), see README
 "Multi-GPU and clusters":
@@ -11,26 +18,65 @@ Data parallel on G GPUs (or G CPU processes with gloo), see README
     torchrun --nproc_per_node G main.py --cfg FILE [KEY VALUE ...]
     srun --ntasks-per-node G python main.py --cfg FILE   (inside a SLURM job)
 
-Exit codes: 0 done; 2 bad config or command line; 3 NaN/inf loss;
-130 interrupted (Ctrl-C / SIGTERM; resumable with ``train.auto_resume True``).
+Exit codes:
+
+    0    every seed finished, or was skipped as finished
+    2    bad config or command line; the seed is in use by another process;
+         a resume that would change keys other than optimiser settings
+    3    NaN/inf loss (resumable with a lower optim.base_lr)
+    4    could not write results (disk full, read-only folder, permission;
+         resumable once fixed)
+    6    a checkpoint was refused: unsafe (a pickle that could run code), or
+         unreadable with no good previous checkpoint
+    130  interrupted (Ctrl-C / SIGTERM; resumable)
+    1    anything else (a bug: please report the traceback)
 """
 import argparse
 import os
 import signal
 import sys
-from typing import List, Optional
+from typing import Callable, List, Optional, Sequence, Tuple, Type
+
+#: Exit codes (see the module docstring; 5 is kept for data errors).
+EXIT_OK, EXIT_USAGE, EXIT_NAN, EXIT_WRITE, EXIT_CHECKPOINT, EXIT_INTERRUPT = (
+    0, 2, 3, 4, 6, 130)
+
+
+def _seed_list(text: str) -> List[int]:
+    try:
+        seeds = [int(s) for s in text.split(',') if s.strip()]
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f'takes comma-separated integers, e.g. 0,1,2; got {text!r}') from None
+    if not seeds:
+        raise argparse.ArgumentTypeError(f'no seed in {text!r}')
+    return seeds
+
+
+def _positive(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f'takes an integer >= 1, got {text!r}')
+    return value
 
 
 def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
+    """The command line; a bad one exits with code 2 (argparse's usage error)."""
     parser = argparse.ArgumentParser(
         description='Train graphgps_ext models (GraphGym config + overrides).')
     parser.add_argument('--cfg', dest='cfg_file', required=True,
                         help='YAML config file')
     group = parser.add_mutually_exclusive_group()
-    group.add_argument('--repeat', type=int, default=1,
+    group.add_argument('--repeat', type=_positive, default=1,
                        help='run seeds seed, seed+1, ..., seed+N-1 (default 1)')
-    group.add_argument('--seeds', type=str, default=None,
+    group.add_argument('--seeds', type=_seed_list, default=None,
                        help='comma-separated seeds, e.g. 0,1,2 (overrides seed)')
+    parser.add_argument('--overwrite', action='store_true',
+                        help='replace finished seeds (and start unfinished ones '
+                             'afresh even with train.auto_resume True)')
     parser.add_argument('--mark_done', action='store_true',
                         help='rename the config file to <file>_done when every '
                              'seed has finished (as GraphGym)')
@@ -41,24 +87,73 @@ def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
                              'folders, and exit (see graphgps_ext.dry_run)')
     parser.add_argument('opts', nargs=argparse.REMAINDER, default=[],
                         help='KEY VALUE overrides, e.g. optim.base_lr 0.001')
-    return parser.parse_args(argv)
+    argv = list(sys.argv[1:] if argv is None else argv)
+    args = parser.parse_args(argv)
+    # Options written after the overrides (``... optim.base_lr 0.1
+    # --overwrite``) are options too: no config key starts with '--'.
+    flags, opts, i = [], [], 0
+    while i < len(args.opts):
+        action = parser._option_string_actions.get(args.opts[i])
+        if action is None or not args.opts[i].startswith('--'):
+            opts.append(args.opts[i])
+            i += 1
+            continue
+        width = 1 if action.nargs == 0 else 2
+        flags += args.opts[i:i + width]
+        i += width
+    if flags:
+        args = parser.parse_args(argv[:len(argv) - len(args.opts)] + flags)
+        args.opts = opts
+    return args
 
 
 def seeds_of(args, base_seed: int) -> List[int]:
     if args.seeds is not None:
-        try:
-            return [int(s) for s in args.seeds.split(',') if s.strip()]
-        except ValueError:
-            raise SystemExit(f'error: --seeds takes comma-separated integers, '
-                             f'got {args.seeds!r}') from None
-    if args.repeat < 1:
-        raise SystemExit('error: --repeat must be >= 1')
+        return list(args.seeds)
     return list(range(base_seed, base_seed + args.repeat))
 
 
 def _sigterm(signum, frame):
     # A scheduler's SIGTERM (preemption) is handled like Ctrl-C.
     raise KeyboardInterrupt
+
+
+Failure = Tuple[Type[BaseException], int, Callable[[BaseException, str], str]]
+
+
+def failures() -> List[Failure]:
+    """``(exception type, exit code, message(err, resume command))`` for
+    every failure main.py answers without a traceback; the first match
+    wins. An empty message means the error was logged already."""
+    from graphgps_ext.config import ConfigError
+    from graphgps_ext.run import StartRefused
+    from graphgps_ext.train.checkpoint import CheckpointError, ResultsWriteError
+    from graphgps_ext.train.loop import NonFiniteLossError
+    return [
+        (ConfigError, EXIT_USAGE, lambda e, cmd: f'config error: {e}'),
+        (StartRefused, EXIT_USAGE, lambda e, cmd: f'error: {e}'),
+        (NonFiniteLossError, EXIT_NAN, lambda e, cmd: ''),
+        (ResultsWriteError, EXIT_WRITE, lambda e, cmd: (
+            f'error: {e}. Free some space or make the folder writable (what '
+            f'was written so far, the last good checkpoint included, is kept), '
+            f'then continue with: {cmd}')),
+        (CheckpointError, EXIT_CHECKPOINT, lambda e, cmd: (
+            f'error: {e}. To start this seed afresh instead, add --overwrite.')),
+        (KeyboardInterrupt, EXIT_INTERRUPT, lambda e, cmd: 'stopped by interrupt'),
+    ]
+
+
+def answer(err: BaseException, resume_cmd: str,
+           table: Sequence[Failure]) -> Optional[int]:
+    """Print ``err``'s message and return its exit code (``None``: not a
+    failure of the table, let it raise)."""
+    for kind, code, message in table:
+        if isinstance(err, kind):
+            text = message(err, resume_cmd)
+            if text:
+                print(text, file=sys.stderr, flush=True)
+            return code
+    return None
 
 
 def main(argv: Optional[List[str]] = None) -> int:
@@ -68,35 +163,32 @@ def main(argv: Optional[List[str]] = None) -> int:
         from graphgps_ext.dry_run import main as dry_run
         return dry_run(args.cfg_file, args.opts, args.seeds, args.repeat)
     from graphgps_ext import dist
-    from graphgps_ext.config import ConfigError
     from graphgps_ext.config.load import load_cfg
-    from graphgps_ext.logger import get_logger
-    from graphgps_ext.run import run_seed
-    from graphgps_ext.train.loop import NonFiniteLossError
+    from graphgps_ext.run import resume_command, run_seed
 
     signal.signal(signal.SIGTERM, _sigterm)
-    rank = 0
+    table = failures()
+    rank, seed = 0, None
     try:
         cfg = load_cfg(args.cfg_file, args.opts)
         seeds = seeds_of(args, cfg.seed)
         rank = dist.init(cfg).rank  # joins the process group (torchrun / srun)
         for seed in seeds:
             cfg = load_cfg(args.cfg_file, args.opts + ['seed', str(seed)])
-            run_seed(cfg, cfg_file=args.cfg_file)
+            run_seed(cfg, cfg_file=args.cfg_file, opts=args.opts,
+                     overwrite=args.overwrite)
         dist.barrier()
-    except ConfigError as err:
-        print(f'config error: {err}', file=sys.stderr)
-        return 2
-    except NonFiniteLossError:
-        return 3  # already logged with the epoch/batch and what to change
-    except KeyboardInterrupt:
-        get_logger().error('stopped by interrupt')
-        return 130
+    except BaseException as err:  # noqa: B902 (answered or re-raised)
+        code = answer(err, resume_command(args.cfg_file, args.opts, seed or 0),
+                      table)
+        if code is None:
+            raise
+        return code
     finally:
         dist.cleanup()
     if args.mark_done and rank == 0:
         os.replace(args.cfg_file, args.cfg_file + '_done')
-    return 0
+    return EXIT_OK
 
 
 if __name__ == '__main__':

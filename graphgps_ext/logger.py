@@ -19,16 +19,20 @@ A :class:`RunLogger` owns every output a run writes besides checkpoints:
   over ``wandb.mode``. W&B never prompts (``WANDB_SILENT``).
 
 Only the main process writes (see :func:`~graphgps_ext.train.checkpoint.is_main_process`).
+A write the disk refuses raises
+:class:`~graphgps_ext.train.checkpoint.ResultsWriteError`; a failing
+``logging.log`` is reported once and the log goes on on the terminal.
 """
 import json
 import logging
 import netrc
 import os
 import sys
-from typing import Any, Dict, Optional
+from typing import Any, Dict, List, Optional
 from urllib.parse import urlparse
 
-from graphgps_ext.train.checkpoint import atomic_write_bytes, is_main_process
+from graphgps_ext.train.checkpoint import (atomic_write_bytes, is_main_process,
+                                           write_guard)
 
 SPLITS = ('train', 'val', 'test')
 #: Per-split stats file of a run (and of ``agg/``): one JSON object per line,
@@ -41,8 +45,44 @@ def get_logger() -> logging.Logger:
     return logging.getLogger(LOGGER_NAME)
 
 
+class _Held(logging.Handler):
+    """Keeps the records logged before the run's log file is chosen (they
+    are written into it by :func:`attach_run_log`)."""
+
+    def __init__(self, capacity: int = 10000):
+        super().__init__()
+        self.records: List[logging.LogRecord] = []
+        self.capacity = capacity
+
+    def emit(self, record):
+        if len(self.records) < self.capacity:
+            self.records.append(record)
+
+
+class _RunFileHandler(logging.FileHandler):
+    """``logging.log``; a failing write (e.g. disk full) is reported once on
+    stderr instead of a traceback per record."""
+
+    failed = False
+
+    def handleError(self, record):
+        if not self.failed:
+            self.failed = True
+            err = sys.exc_info()[1]
+            print(f'warning: could not write {self.baseFilename} ({err}); '
+                  'the log continues on the terminal only', file=sys.stderr)
+
+    def emit(self, record):
+        if not self.failed:
+            super().emit(record)
+
+
 def setup_logging(run_dir: Optional[str] = None) -> logging.Logger:
     """Log to stdout and (if ``run_dir``) append to ``<run_dir>/logging.log``.
+
+    Without ``run_dir`` the records are also held in memory until
+    :func:`attach_run_log` writes them into the run's log file (a run
+    chooses its folder's fate only after its start succeeded).
 
     In a data-parallel run only rank 0 logs information; the other ranks
     print warnings and errors only, prefixed with ``[rank r]``."""
@@ -53,18 +93,41 @@ def setup_logging(run_dir: Optional[str] = None) -> logging.Logger:
     main = is_main_process()
     log.setLevel(logging.INFO if main else logging.WARNING)
     log.propagate = False
-    prefix = '' if main else f'[rank {_rank()}] '
-    fmt = logging.Formatter(f'%(asctime)s %(levelname)s {prefix}%(message)s',
-                            datefmt='%H:%M:%S')
     stream = logging.StreamHandler(sys.stdout)
-    stream.setFormatter(fmt)
+    stream.setFormatter(_formatter())
     log.addHandler(stream)
-    if run_dir is not None and main:
-        os.makedirs(run_dir, exist_ok=True)
-        fh = logging.FileHandler(os.path.join(run_dir, 'logging.log'))
-        fh.setFormatter(fmt)
-        log.addHandler(fh)
+    if main:
+        log.addHandler(_Held())
+    if run_dir is not None:
+        attach_run_log(run_dir)
     return log
+
+
+def attach_run_log(run_dir: str) -> logging.Logger:
+    """Append the log to ``<run_dir>/logging.log`` (main process), starting
+    with the records held since :func:`setup_logging`."""
+    log = get_logger()
+    if not is_main_process():
+        return log
+    path = os.path.join(run_dir, 'logging.log')
+    with write_guard(path):
+        os.makedirs(run_dir, exist_ok=True)
+        fh = _RunFileHandler(path)
+    fh.setFormatter(_formatter())
+    for h in list(log.handlers):
+        if isinstance(h, (_Held, logging.FileHandler)):
+            log.removeHandler(h)
+            for record in getattr(h, 'records', ()):
+                fh.handle(record)
+            h.close()
+    log.addHandler(fh)
+    return log
+
+
+def _formatter() -> logging.Formatter:
+    prefix = '' if is_main_process() else f'[rank {_rank()}] '
+    return logging.Formatter(f'%(asctime)s %(levelname)s {prefix}%(message)s',
+                             datefmt='%H:%M:%S')
 
 
 def _rank() -> int:
@@ -152,7 +215,8 @@ class RunLogger:
         if not self.main:
             return
         for split in SPLITS:
-            os.makedirs(os.path.join(run_dir, split), exist_ok=True)
+            with write_guard(os.path.join(run_dir, split)):
+                os.makedirs(os.path.join(run_dir, split), exist_ok=True)
         if cfg.tensorboard.use:
             from tensorboardX import SummaryWriter
             self.tb = SummaryWriter(logdir=run_dir)
@@ -186,8 +250,8 @@ class RunLogger:
         """Append ``records[split]`` to the stats files, log one line."""
         if self.main:
             for split, rec in records.items():
-                with open(os.path.join(self.run_dir, split, STATS_FILE),
-                          'a') as f:
+                path = os.path.join(self.run_dir, split, STATS_FILE)
+                with write_guard(path), open(path, 'a') as f:
                     f.write(json.dumps(rec) + '\n')
                 scalars = {k: v for k, v in rec.items()
                            if k != 'epoch' and isinstance(v, (int, float))}

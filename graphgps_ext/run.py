@@ -1,48 +1,85 @@
-"""One seed's run: data, model, training loop and results.
+"""One seed's run: claim its folder, decide, prepare, start, train, finish.
 
 :func:`run_seed` writes ``<out_dir>/<run_name>/<seed>/``::
 
-    config.yaml          fully resolved config
+    lock                 held while the run is alive (who holds it)
+    config.yaml          the config the run uses (first line:
+                         ``# fingerprint: <hex>``, see graphgps_ext.identity)
     logging.log          the run's log
     {train,val,test}/stats.json  one JSON object per line (GraphGym's name)
     best.json            best-validation epoch and every split's stats there
-    ckpt/last.pt         resumable state (rewritten each epoch)
+    ckpt/last.pt         resumable state (rewritten each epoch; the one
+                         before is kept as ckpt/last.prev.pt)
     ckpt/best.pt         weights of the best epoch
     data.json            the dataset as loaded (format, folder, sizes, stand-in)
     split_indices.pt     {split: LongTensor} when the dataset defines them
+    resume_history.jsonl one line per resume: time, epoch, changed keys
     events.out.tfevents.*  (tensorboard.use)   wandb/  (wandb.use)
-    done                 written when the run finished
+    done                 written when the run finished (JSON with the run's
+                         fingerprint and identity)
 
-With ``train.auto_resume True`` a finished seed (``done`` present) is
-skipped and an unfinished one continues from ``ckpt/last.pt``; otherwise the
-seed directory's previous results are removed and the run starts afresh.
+The steps, each a function below:
+
+1. :func:`claim`: take the seed folder's lock
+   (:class:`graphgps_ext.seed_folder.SeedLock`); a seed in use by another
+   process is refused at once.
+2. :func:`decide`: finish what a killed run left (an unfinished
+   replacement, temporary files), then
+
+   - a finished seed (``done``) is reported and skipped, ``complete`` or
+     ``stale`` with the keys that differ, unless ``overwrite``;
+   - with ``train.auto_resume True`` and a checkpoint, resume: the
+     checkpoint's identity is compared with this run's; changed optimiser
+     hyper-parameters take effect, any other change is refused;
+   - otherwise a fresh start.
+3. :func:`prepare`: load the data, resolve the dataset-dependent config,
+   build the model and loaders. Nothing in the seed folder has changed yet:
+   a failure here leaves it as it was.
+4. :func:`start`: a fresh start moves a previous run's entries aside, writes
+   the config, data description, log and initial checkpoint, and only then
+   deletes the old entries (:class:`graphgps_ext.seed_folder.Replacement`);
+   a resume loads the state, applies the changed keys, and records them.
+5. :func:`train`: :meth:`graphgps_ext.train.loop.Trainer.fit`.
+6. :func:`finish`: the ``done`` marker.
 
 In a data-parallel run (a process group joined by
 :func:`graphgps_ext.dist.init`) every process calls :func:`run_seed`: rank 0
-decides skip/resume and writes every file; the dataset is loaded by rank 0
-first (which processes and caches it), then by the others; each process
-trains a DDP replica on its device and its shard of the data.
+holds the lock, decides and writes every file; the dataset is loaded by
+rank 0 first (which processes and caches it), then by the others; each
+process trains a DDP replica on its device and its shard of the data.
 """
 import json
 import os
-import shutil
+import shlex
 import time
-from typing import Any, Callable, Dict, Optional, Sequence
+from dataclasses import dataclass, field
+from types import SimpleNamespace
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 import torch
 import torch_geometric.graphgym.register as gg
 
 from graphgps_ext import dist
 from graphgps_ext.config import ConfigError
-from graphgps_ext.config.load import dump_cfg, finalize_cfg
-from graphgps_ext.logger import RunLogger, setup_logging, truncate_stats, write_json
+from graphgps_ext.config.load import finalize_cfg
+from graphgps_ext.identity import (fingerprint, format_changes, identity,
+                                   resume_changes, seed_status)
+from graphgps_ext.logger import (RunLogger, attach_run_log, get_logger,
+                                 setup_logging, truncate_stats, write_json)
+from graphgps_ext.seed_folder import (Replacement, SeedLock, SeedLocked,
+                                      recover, run_entries)
 from graphgps_ext.train import checkpoint as ckpt
+from graphgps_ext.train.checkpoint import (CheckpointError, ResultsWriteError,
+                                           write_guard)
 from graphgps_ext.train.loop import NonFiniteLossError, Trainer
 from graphgps_ext.train.loss import LOSSES
 
-# What a fresh start removes from a seed directory (nothing else is touched).
-_RUN_ENTRIES = ('config.yaml', 'logging.log', 'best.json', 'done',
-                'split_indices.pt', 'train', 'val', 'test', 'ckpt', 'wandb')
+HISTORY_FILE = 'resume_history.jsonl'
+
+
+class StartRefused(Exception):
+    """The run cannot start as asked (seed in use, a resume that would
+    change the model or the data, a checkpoint that does not fit)."""
 
 
 def load_dataset(cfg):
@@ -61,19 +98,6 @@ def run_dir_of(cfg) -> str:
     return os.path.join(cfg.out_dir, cfg.run_name, str(cfg.seed))
 
 
-def clean_run_dir(run_dir: str):
-    """Remove a previous run's outputs from ``run_dir`` (fresh start)."""
-    if not os.path.isdir(run_dir):
-        return
-    for entry in os.listdir(run_dir):
-        path = os.path.join(run_dir, entry)
-        if entry in _RUN_ENTRIES or entry.startswith('events.out.tfevents'):
-            if os.path.isdir(path):
-                shutil.rmtree(path)
-            else:
-                os.remove(path)
-
-
 def build_model(cfg, task) -> torch.nn.Module:
     if cfg.model.type not in gg.network_dict:
         raise ConfigError(f"unknown model.type '{cfg.model.type}'; registered: "
@@ -81,118 +105,344 @@ def build_model(cfg, task) -> torch.nn.Module:
     return gg.network_dict[cfg.model.type](cfg, task)
 
 
-def resume_hint(cfg, cfg_file: Optional[str]) -> str:
-    src = f'--cfg {cfg_file}' if cfg_file else '--cfg <your config>'
-    return (f'python main.py {src} --seeds {cfg.seed} train.auto_resume True '
-            '(plus the same overrides)')
+def resume_command(cfg_file: Optional[str], opts: Sequence[str], seed: int,
+                   drop: Sequence[str] = ()) -> str:
+    """The command line that continues seed ``seed`` of a run started with
+    ``--cfg cfg_file`` and the ``KEY VALUE`` overrides ``opts`` (without
+    the keys ``drop``)."""
+    keep: List[str] = []
+    for key, value in zip(opts[0::2], opts[1::2]):
+        if key not in ('seed', 'train.auto_resume', *drop):
+            keep += [key, value]
+    return shlex.join(['python', 'main.py', '--cfg', cfg_file or 'CONFIG.yaml',
+                       '--seeds', str(seed), *keep, 'train.auto_resume', 'True'])
+
+
+def write_config(cfg, path: str, fp: str):
+    """``config.yaml``: ``# fingerprint: <fp>``, then the config as YAML
+    (atomically; the file loads as a config)."""
+    data = f'# fingerprint: {fp}\n{cfg.dump()}'.encode()
+    ckpt.atomic_write_bytes(path, lambda f: f.write(data))
+
+
+@dataclass
+class Plan:
+    """What :func:`run_seed` does with a seed folder (decided by rank 0).
+
+    Attributes:
+        action: ``'fresh'``, ``'resume'`` or ``'skip'``.
+        note: what is logged about the decision.
+        checkpoint: (resume) the file the run continues from.
+        changes: (resume) ``(key, old, new)`` that take effect.
+    """
+    action: str
+    note: str = ''
+    checkpoint: Optional[str] = None
+    changes: List[Tuple[str, Any, Any]] = field(default_factory=list)
 
 
 def run_seed(cfg, cfg_file: Optional[str] = None,
-             callbacks: Sequence[Callable] = ()) -> Optional[Dict[str, Any]]:
-    """Train and evaluate one seed (``cfg.seed``); returns the best record.
+             callbacks: Sequence[Callable] = (), opts: Sequence[str] = (),
+             overwrite: bool = False) -> Optional[Dict[str, Any]]:
+    """Train and evaluate one seed (``cfg.seed``, ``cfg`` as loaded by
+    :func:`graphgps_ext.config.load.load_cfg`); returns the best record.
 
-    Raises :class:`NonFiniteLossError` (NaN/inf loss) and
-    :class:`KeyboardInterrupt` after logging how to resume.
+    ``opts`` (the command line's overrides) go into the resume command that
+    is logged on interruption; ``overwrite`` replaces a finished seed.
+
+    Raises :class:`StartRefused`, :class:`~graphgps_ext.config.ConfigError`,
+    :class:`~graphgps_ext.train.checkpoint.CheckpointError` before anything
+    in the seed folder changed; :class:`NonFiniteLossError`,
+    :class:`KeyboardInterrupt` and
+    :class:`~graphgps_ext.train.checkpoint.ResultsWriteError` after logging
+    how to resume.
     """
+    ident = identity(cfg)  # as requested, before dataset-dependent values
     run_dir = run_dir_of(cfg)
-    last_path = os.path.join(run_dir, 'ckpt', 'last.pt')
-    done_path = os.path.join(run_dir, 'done')
-    main = ckpt.is_main_process()
+    setup_logging(None)
+    lock = _on_main(lambda: claim(run_dir))
+    try:
+        plan, state = _on_main(
+            lambda: decide(cfg, run_dir, ident, overwrite), default=(None, None))
+        plan = dist.broadcast_object(plan)
+        if plan.action == 'skip':
+            return dist.broadcast_object(_read_best(run_dir) if lock else None)
+        run = prepare(cfg, plan, state)
+        trainer = start(cfg, run_dir, run, plan, ident, callbacks)
+        began = time.perf_counter()
+        best = train(trainer, lambda *drop: resume_command(
+            cfg_file, opts, cfg.seed, drop))
+        finish(run_dir, trainer, best, ident, time.perf_counter() - began)
+        return best
+    finally:
+        if lock is not None:
+            lock.release()
+
+
+def _on_main(fn: Callable, default=None):
+    """``fn()`` on rank 0; an error it raises is raised on every process
+    (rank 0 alone decides, the others follow). Returns ``default`` on the
+    other ranks."""
+    out, err = default, None
+    if ckpt.is_main_process():
+        try:
+            out = fn()
+        except (StartRefused, CheckpointError, ResultsWriteError) as e:
+            err = e
+    err = dist.broadcast_object(err)
+    if err is not None:
+        raise err
+    return out
+
+
+def claim(run_dir: str) -> SeedLock:
+    """Lock the seed folder (creating it): :class:`StartRefused` naming the
+    holder when another process runs this seed."""
+    try:
+        return SeedLock(run_dir).acquire()
+    except SeedLocked as err:
+        raise StartRefused(str(err)) from None
+
+
+def decide(cfg, run_dir: str, ident: Dict[str, Any], overwrite: bool
+           ) -> Tuple[Plan, Optional[Dict[str, Any]]]:
+    """``(plan, checkpoint state)`` for the seed folder (rank 0, under the
+    lock). See the module docstring."""
+    log = get_logger()
+    restored = recover(run_dir)
+    if restored:
+        log.warning(f'{run_dir}: a run that was replacing this one was stopped '
+                    'before it started; the previous run is restored '
+                    f'({", ".join(restored)})')
+    removed = ckpt.remove_temp_files(run_dir)
+    if removed:
+        log.info(f'removed {len(removed)} temporary file(s) of interrupted '
+                 'writes: ' + ', '.join(os.path.relpath(p, run_dir) for p in removed))
+    status = seed_status(run_dir, ident)
+    if status.done is not None and not overwrite:
+        if status.state == 'complete':
+            note = (f'{run_dir} is done (complete: same config); skipped. Pass '
+                    '--overwrite to run it again')
+        else:
+            note = (f'{run_dir} is done ({status.describe()}); skipped. Pass '
+                    '--overwrite to replace it with a run of this config')
+        (log.info if status.state == 'complete' else log.warning)(note)
+        return Plan('skip', note), None
+    last = os.path.join(run_dir, 'ckpt', 'last.pt')
+    if (cfg.train.auto_resume and not overwrite and status.done is None
+            and ckpt.has_checkpoint(last)):
+        state, used, warning = ckpt.load_latest(last)
+        if warning:
+            log.warning(warning)
+            if os.path.exists(last):  # kept for inspection, out of the way
+                with write_guard(last):
+                    os.replace(last, os.path.join(run_dir, 'ckpt', 'last.corrupt.pt'))
+        changes = _resume_changes(state.get('identity'), ident, run_dir)
+        return Plan('resume', f'resuming from {used}', used, changes), state
+    old = run_entries(run_dir)
+    note = (f'starting afresh; the previous run\'s files ({", ".join(old)}) are '
+            'replaced once this run has started' if old else 'starting afresh')
+    return Plan('fresh', note), None
+
+
+def _resume_changes(old: Optional[Dict[str, Any]], new: Dict[str, Any],
+                    run_dir: str) -> List[Tuple[str, Any, Any]]:
+    """The resumable changes between the checkpoint's identity and this
+    run's; :class:`StartRefused` naming the others."""
+    if old is None:
+        get_logger().warning(
+            f'the checkpoint of {run_dir} records no config identity (written '
+            'by an older version): changed keys cannot be checked on resume')
+        return []
+    allowed, refused = resume_changes(old, new)
+    if refused:
+        raise StartRefused(
+            f'cannot resume {run_dir}: the run was started with other values '
+            'of keys that change the model, the data or the loss: '
+            f'{format_changes(refused, limit=20)} (old -> new). Restore the old '
+            'values to resume it, or pass --overwrite to start this seed afresh.')
+    return allowed
+
+
+def prepare(cfg, plan: Plan, state: Optional[Dict[str, Any]]) -> SimpleNamespace:
+    """Data, dataset-dependent config, model and loaders (and, on ranks > 0
+    of a resume, the checkpoint's state). Writes nothing."""
+    log = get_logger()
     rank, world_size = dist.get_rank(), dist.get_world_size()
     global_batch = dist.resolve_batch_size(cfg, world_size)
-    log = setup_logging(None)
-    # Rank 0 looks at the files; every process follows its decision.
-    done = bool(cfg.train.auto_resume and os.path.exists(done_path))
-    resume = bool(cfg.train.auto_resume and os.path.exists(last_path))
-    done, resume = dist.broadcast_object((done, resume))
-    if done:
-        log.info(f'{run_dir} is done (remove {done_path} to run it again); skipped')
-        best_path = os.path.join(run_dir, 'best.json')
-        best = None
-        if main and os.path.exists(best_path):
-            with open(best_path) as f:
-                best = json.load(f)
-        return dist.broadcast_object(best)
-    if main:
-        if not resume:
-            clean_run_dir(run_dir)
-        os.makedirs(run_dir, exist_ok=True)
-    log = setup_logging(run_dir)
-    log.info(f'run {cfg.run_name} seed {cfg.seed} -> {run_dir}'
-             + (f' (resuming from {last_path})' if resume else ''))
-
+    log.info(f'run {cfg.run_name} seed {cfg.seed} -> {run_dir_of(cfg)}'
+             + (f' ({plan.note})' if plan.note else ''))
     device = dist.local_device(cfg.accelerator)
     ckpt.seed_everything(cfg.seed)
     bundle = dist.in_turn(lambda: load_dataset(cfg))
-    task = bundle.task
-    metric, mode = finalize_cfg(cfg, task)
+    metric, mode = finalize_cfg(cfg, bundle.task)
     if cfg.model.loss_fun not in LOSSES:
         raise ConfigError(f"unknown model.loss_fun '{cfg.model.loss_fun}'; "
                           f"valid: {', '.join(LOSSES)}")
-    if main:
-        dump_cfg(cfg, os.path.join(run_dir, 'config.yaml'))
-        if getattr(bundle, 'info', None):
-            write_json(os.path.join(run_dir, 'data.json'), bundle.info)
-        if getattr(bundle, 'split_indices', None) is not None:
-            ckpt.save(bundle.split_indices, os.path.join(run_dir, 'split_indices.pt'))
-
     # Re-seed so that model init and batching do not depend on whether the
     # dataset was processed now or read from its cache.
     ckpt.seed_everything(cfg.seed)
-    model = dist.wrap_model(build_model(cfg, task).to(device), cfg, device)
+    model = dist.wrap_model(build_model(cfg, bundle.task).to(device), cfg, device)
     loaders = make_loaders(cfg, bundle, rank=rank, world_size=world_size)
     if rank > 0:  # own dropout streams; rank 0 draws as one process would
         ckpt.seed_everything(dist.rank_seed(cfg.seed, rank))
-    state = ckpt.load(last_path) if resume else None
-    run_logger = RunLogger(cfg, run_dir, cfg.run_name,
-                           wandb_id=state.get('wandb_id') if state else None)
-    trainer = Trainer(cfg, model, loaders, LOSSES[cfg.model.loss_fun], metric,
-                      mode, task.metrics, run_dir, run_logger, device, callbacks)
-    log.info(f'{task.name}: {task.task}-level {task.task_type}, '
-             f'{sum(len(d) for d in bundle.splits.values())} graphs '
-             f'({", ".join(f"{k} {len(v)}" for k, v in bundle.splits.items())}); '
-             f'model {cfg.model.type} {cfg.gt.layer_type} x{cfg.gt.layers}, '
-             f'{trainer.params:,} parameters; selecting on {trainer.select_split} '
-             f'{metric} ({mode}); device {device}'
-             + (f'; {world_size} processes ({dist.backend_name()}), batch '
-                f'{cfg.train.batch_size} per process = {global_batch} global, '
-                f'lr {trainer.optimizer.param_groups[0]["lr"]:.3g} '
-                f'(optim.lr_scaling {cfg.optim.lr_scaling})'
-                if world_size > 1 else ''))
-    if state is not None:
-        trainer.load_state_dict(state)
-        if main:
-            truncate_stats(run_dir, trainer.last_epoch)
-            if trainer.best is not None:
-                write_json(os.path.join(run_dir, 'best.json'), trainer.best)
-        log.info(f'resumed after epoch {trainer.last_epoch + 1}')
+    if plan.action == 'resume' and state is None:
+        state = ckpt.load(plan.checkpoint)
+    return SimpleNamespace(bundle=bundle, task=bundle.task, metric=metric,
+                           mode=mode, model=model, loaders=loaders, device=device,
+                           state=state, global_batch=global_batch)
 
-    start = time.perf_counter()
+
+def _write_run_files(cfg, run_dir: str, bundle, fp: str):
+    write_config(cfg, os.path.join(run_dir, 'config.yaml'), fp)
+    if getattr(bundle, 'info', None):
+        write_json(os.path.join(run_dir, 'data.json'), bundle.info)
+    if getattr(bundle, 'split_indices', None) is not None:
+        ckpt.save(bundle.split_indices, os.path.join(run_dir, 'split_indices.pt'))
+
+
+def start(cfg, run_dir: str, run: SimpleNamespace, plan: Plan,
+          ident: Dict[str, Any], callbacks: Sequence[Callable] = ()) -> Trainer:
+    """Make the seed folder this run's and return its trainer, ready to
+    :meth:`~Trainer.fit` (see the module docstring)."""
+    main = ckpt.is_main_process()
+    replacement = Replacement(run_dir)
+    trainer = None
+    fresh = plan.action == 'fresh'
+    try:
+        if main:
+            if fresh:
+                replacement.aside()
+                _write_run_files(cfg, run_dir, run.bundle, fingerprint(ident))
+            attach_run_log(run_dir)
+        state = run.state
+        run_logger = RunLogger(cfg, run_dir, cfg.run_name,
+                               wandb_id=state.get('wandb_id') if state else None)
+        trainer = Trainer(cfg, run.model, run.loaders, LOSSES[cfg.model.loss_fun],
+                          run.metric, run.mode, run.task.metrics, run_dir,
+                          run_logger, run.device, callbacks)
+        trainer.identity = ident
+        _log_setup(cfg, run, trainer)
+        if fresh:
+            trainer.save_last()  # the initial state: resumable from here on
+            if main:
+                replacement.commit()
+        else:
+            _resume(cfg, run_dir, run, plan, ident, trainer)
+    except BaseException:
+        if trainer is not None:
+            trainer.logger.close(failed=True)
+        if main:
+            try:
+                replacement.rollback()
+            except OSError as err:  # the start's own error matters more
+                get_logger().error(f'could not restore {run_dir}: {err}; the '
+                                   'next run on this seed restores it')
+        raise
+    return trainer
+
+
+def _resume(cfg, run_dir: str, run: SimpleNamespace, plan: Plan,
+            ident: Dict[str, Any], trainer: Trainer):
+    try:
+        trainer.load_state_dict(run.state)
+    except RuntimeError as err:
+        raise StartRefused(str(err)) from None
+    trainer.retune(plan.changes)
+    if ckpt.is_main_process():
+        truncate_stats(run_dir, trainer.last_epoch)
+        if trainer.best is not None:
+            write_json(os.path.join(run_dir, 'best.json'), trainer.best)
+        _write_run_files(cfg, run_dir, run.bundle, fingerprint(ident))
+        append_history(run_dir, trainer.last_epoch, plan)
+    log = get_logger()
+    log.info(f'resumed after epoch {trainer.last_epoch + 1}')
+    if plan.changes:
+        log.info(f'changed on resume, in effect from epoch '
+                 f'{trainer.last_epoch + 2}: {format_changes(plan.changes, 20)} '
+                 f'(lr now {trainer.optimizer.param_groups[0]["lr"]:.3g})')
+
+
+def append_history(run_dir: str, last_epoch: int, plan: Plan):
+    """One line of ``resume_history.jsonl``: when, after which epoch (1-based),
+    from which checkpoint, and the keys that changed (old -> new)."""
+    line = json.dumps({
+        'time': time.strftime('%Y-%m-%dT%H:%M:%S'),
+        'after_epoch': last_epoch + 1,
+        'checkpoint': os.path.relpath(plan.checkpoint, run_dir),
+        'changes': [{'key': k, 'old': a, 'new': b} for k, a, b in plan.changes],
+    }, default=str)
+    path = os.path.join(run_dir, HISTORY_FILE)
+    with write_guard(path), open(path, 'a') as f:
+        f.write(line + '\n')
+
+
+def _log_setup(cfg, run: SimpleNamespace, trainer: Trainer):
+    bundle, task = run.bundle, run.task
+    world_size = trainer.world_size
+    get_logger().info(
+        f'{task.name}: {task.task}-level {task.task_type}, '
+        f'{sum(len(d) for d in bundle.splits.values())} graphs '
+        f'({", ".join(f"{k} {len(v)}" for k, v in bundle.splits.items())}); '
+        f'model {cfg.model.type} {cfg.gt.layer_type} x{cfg.gt.layers}, '
+        f'{trainer.params:,} parameters; selecting on {trainer.select_split} '
+        f'{run.metric} ({run.mode}); device {run.device}'
+        + (f'; {world_size} processes ({dist.backend_name()}), batch '
+           f'{cfg.train.batch_size} per process = {run.global_batch} global, '
+           f'lr {trainer.optimizer.param_groups[0]["lr"]:.3g} '
+           f'(optim.lr_scaling {cfg.optim.lr_scaling})'
+           if world_size > 1 else ''))
+
+
+def train(trainer: Trainer, resume_cmd: Callable[..., str]
+          ) -> Optional[Dict[str, Any]]:
+    """:meth:`Trainer.fit`; on failure log how to resume (``resume_cmd(*keys)``:
+    the command without the overrides of ``keys``), close the loggers and
+    re-raise."""
+    log = get_logger()
     try:
         best = trainer.fit()
     except KeyboardInterrupt:
-        run_logger.close(failed=True)
-        log.error(f'interrupted; {last_path} holds the state after epoch '
-                  f'{trainer.last_epoch + 1}. Resume with: '
-                  + resume_hint(cfg, cfg_file))
+        trainer.logger.close(failed=True)
+        log.error(f'interrupted; {trainer.last_path} holds the state after epoch '
+                  f'{trainer.last_epoch + 1}. Resume with: {resume_cmd()}')
         raise
     except NonFiniteLossError as err:
-        run_logger.close(failed=True)
-        log.error(str(err))
+        trainer.logger.close(failed=True)
+        log.error(f'{err} Resume with, e.g.: {resume_cmd("optim.base_lr")} '
+                  f'optim.base_lr {trainer.cfg.optim.base_lr / 10:g}')
         raise
     except BaseException:
-        run_logger.close(failed=True)
+        trainer.logger.close(failed=True)
         raise
-    run_logger.close()
-    elapsed = time.perf_counter() - start
+    trainer.logger.close()
+    return best
+
+
+def finish(run_dir: str, trainer: Trainer, best: Optional[Dict[str, Any]],
+           ident: Dict[str, Any], seconds: float):
+    """Log the best epoch and write ``done`` (rank 0)."""
+    metric = trainer.metric
     if best is not None:
-        log.info(f'best epoch {best["epoch"] + 1}: ' + ' | '.join(
+        get_logger().info(f'best epoch {best["epoch"] + 1}: ' + ' | '.join(
             f'{s} {metric} {best[s][metric]:.4g}' for s in ('train', 'val', 'test')
             if s in best))
-    if main:
-        write_json(done_path, {'finished': time.strftime('%Y-%m-%dT%H:%M:%S'),
-                               'epochs': trainer.last_epoch + 1,
-                               'seconds': round(elapsed, 2),
-                               'best_epoch': best['epoch'] if best else None,
-                               'world_size': world_size})
-    return best
+    if ckpt.is_main_process():
+        write_json(os.path.join(run_dir, 'done'), {
+            'finished': time.strftime('%Y-%m-%dT%H:%M:%S'),
+            'epochs': trainer.last_epoch + 1,
+            'seconds': round(seconds, 2),
+            'best_epoch': best['epoch'] if best else None,
+            'world_size': trainer.world_size,
+            'skipped_batches': trainer.skipped_batches,
+            'fingerprint': fingerprint(ident),
+            'identity': ident,
+        })
+
+
+def _read_best(run_dir: str) -> Optional[Dict[str, Any]]:
+    path = os.path.join(run_dir, 'best.json')
+    if not os.path.exists(path):
+        return None
+    with open(path) as f:
+        return json.load(f)

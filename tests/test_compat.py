@@ -17,6 +17,7 @@ import yaml
 
 from graphgps_ext import compat
 from graphgps_ext.config import ConfigError
+from graphgps_ext.logger import STATS_FILE
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 COMPAT = os.environ.get('GRAPHGPS_EXT_SHARED_COMPAT',
@@ -315,7 +316,7 @@ def test_fixture_trains_one_epoch_and_config_yaml_reproduces_it(rel, data_root,
                     'out_dir', str(out), 'num_threads', '1')
     assert code == 0, capsys.readouterr()
     run_dir = out / os.path.splitext(os.path.basename(rel))[0] / '0'
-    with open(run_dir / 'val' / 'stats.jsonl') as f:
+    with open(run_dir / 'val' / STATS_FILE) as f:
         stats = [json.loads(line) for line in f]
     assert len(stats) == 1 and all(v == v for v in stats[0].values())
     # config.yaml is this project's config: it builds the same model alone.

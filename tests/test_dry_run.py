@@ -78,7 +78,9 @@ def test_config_errors_exit_2_naming_the_key(tmp_path, capsys):
     assert run_main('--cfg', config('gps/zinc.yaml'), '--dry-run',
                     'posenc_RWSE.dim_pe', '64') == 2  # leaves no room for types
     assert 'dim_pe' in capsys.readouterr().err
-    assert run_main('--cfg', config('gps/zinc.yaml'), '--dry-run', '--seeds', 'a') == 2
+    with pytest.raises(SystemExit) as bad_seeds:  # argparse: usage + exit 2
+        run_main('--cfg', config('gps/zinc.yaml'), '--dry-run', '--seeds', 'a')
+    assert bad_seeds.value.code == 2
     assert '--seeds' in capsys.readouterr().err
     with pytest.raises(ConfigError, match='gt.lyers'):
         check(config('gps/zinc.yaml'), ['gt.lyers', '3'])

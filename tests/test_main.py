@@ -1,7 +1,10 @@
-"""End to end: ``python main.py`` as a subprocess on generated
-TreeNeighbourMatch (r = 2, 96 graphs): results layout, learning, seeds,
-Ctrl-C + resume == uninterrupted, aggregation with an unfinished seed,
-W&B offline and TensorBoard files, config errors."""
+"""End to end: ``python main.py`` (as a subprocess, or ``main.main``
+in-process where only its answer matters) on generated TreeNeighbourMatch
+(r = 2, 96 graphs): results layout, learning, seeds, Ctrl-C + resume ==
+uninterrupted, aggregation with an unfinished seed, W&B offline and
+TensorBoard files, config errors; faults: kill -9 + resume ==
+uninterrupted, a seed in use, a failed start, a stale seed, a crafted
+checkpoint, an unwritable results folder, bad command lines."""
 import glob
 import json
 import os
@@ -9,6 +12,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -164,3 +168,156 @@ def test_cuda_asked_but_absent(work):
     proc = run_main(work, work / 'quick.yaml', 'accelerator', 'cuda', check=False)
     assert proc.returncode == 2
     assert "accelerator 'cuda' was asked for but CUDA is not available" in proc.stderr
+
+
+# ------------------------------------------------------------- faults --
+def tree(folder):
+    """``{relative path: bytes}`` of every file below ``folder``."""
+    out = {}
+    for root, _, files in os.walk(folder):
+        for name in files:
+            path = os.path.join(root, name)
+            with open(path, 'rb') as f:
+                out[os.path.relpath(path, folder)] = f.read()
+    return out
+
+
+@pytest.fixture
+def in_process(monkeypatch):
+    """``main.main`` in this process (its SIGTERM handler restored)."""
+    sys.path.insert(0, ROOT)
+    import main
+    monkeypatch.setattr(sys, 'path', sys.path)
+    monkeypatch.setattr(signal, 'signal', lambda *a: None)
+    return main.main
+
+
+def test_kill_9_during_training_then_resume_equals_uninterrupted(work):
+    """SIGKILL (no handler runs) after a few epochs; the resumed seed's stats
+    equal those of an uninterrupted run started beside it."""
+    long = [*SMALL, 'optim.max_epoch', '60', 'dataset.dir', str(work / 'datasets'),
+            'run_name', 'quick']
+    ref = subprocess.Popen(main_cmd(work / 'quick.yaml', *long, 'out_dir', 'ref'),
+                           cwd=work, env=env(work), stdout=subprocess.DEVNULL,
+                           stderr=subprocess.DEVNULL)
+    args = [*long, 'out_dir', 'killed']
+    proc = subprocess.Popen(main_cmd(work / 'quick.yaml', *args), cwd=work,
+                            env=env(work), stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL)
+    run = work / 'killed' / 'quick' / '0'
+    deadline = time.time() + 300
+    while len(read_jsonl(str(run / 'train' / STATS_FILE))) < 3:
+        assert proc.poll() is None and time.time() < deadline
+        time.sleep(0.002)
+    proc.send_signal(signal.SIGKILL)
+    assert proc.wait() == -signal.SIGKILL
+    assert not (run / 'done').exists() and (run / 'lock').exists()
+    run_main(work, work / 'quick.yaml', *args, 'train.auto_resume', 'True')
+    assert ref.wait(timeout=300) == 0
+    assert stats(str(run)) == stats(str(work / 'ref' / 'quick' / '0'))
+    assert len(stats(str(run))['train']) == 60
+    assert not (run / 'lock').exists()
+    assert not [p for p in tree(run) if '.tmp' in p]
+
+
+def test_seed_in_use_exits_2_naming_the_holder(work, in_process, capsys):
+    """Another owner holds the seed's lock (an flock: a subprocess holding
+    it is tested in tests/test_seed_folder.py): refused at once."""
+    from graphgps_ext.seed_folder import SeedLock
+    run = work / 'locked' / 'quick' / '0'
+    with SeedLock(str(run)):
+        rc = in_process(['--cfg', str(work / 'quick.yaml'), *SMALL,
+                         'run_name', 'quick', 'out_dir', str(work / 'locked'),
+                         'dataset.dir', str(work / 'datasets')])
+        err = capsys.readouterr().err
+        assert rc == 2, err
+        assert f'in use by another run: pid {os.getpid()} on host' in err
+        assert os.listdir(run) == ['lock']  # nothing else written
+
+
+def test_failed_start_and_stale_seed_leave_a_finished_seed_untouched(
+        three_seeds, in_process, capsys):
+    work, _ = three_seeds
+    run = work / 'full' / 'quick' / '0'
+    before = tree(run)
+    base = ['--seeds', '0', *SMALL, 'dataset.dir', str(work / 'datasets'),
+            'run_name', 'quick', 'out_dir', str(work / 'full'),
+            'tensorboard.use', 'True', 'wandb.use', 'True']
+    # the same config: complete, skipped
+    assert in_process(['--cfg', str(work / 'quick.yaml'), *base]) == 0
+    assert 'is done (complete: same config); skipped' in capsys.readouterr().out
+    # another lr: stale, named, skipped
+    assert in_process(['--cfg', str(work / 'quick.yaml'), *base,
+                       'optim.base_lr', '0.005']) == 0
+    out = capsys.readouterr().out
+    assert 'is done (stale: optim.base_lr 0.01 -> 0.005); skipped' in out
+    assert 'Pass --overwrite' in out
+    assert tree(run) == before
+    # --overwrite with data that is missing: the start fails, nothing changes
+    try:
+        rc = in_process(['--cfg', str(work / 'quick.yaml'), *base, '--overwrite',
+                         'dataset.format', 'PyG-ZINC', 'dataset.name', 'subset',
+                         'dataset.dir', str(work / 'no-data')])
+    except Exception as err:  # a data error without its own exit code
+        rc, _ = 1, capsys.readouterr()
+        assert 'ZINC' in str(err)
+    assert rc != 0
+    assert tree(run) == before
+
+
+def test_crafted_checkpoint_exits_6_without_running_it(three_seeds, in_process,
+                                                       capsys, tmp_path):
+    work, _ = three_seeds
+    out = tmp_path / 'out'
+    shutil.copytree(work / 'full' / 'quick' / '1', out / 'quick' / '1')
+    os.remove(out / 'quick' / '1' / 'done')  # unfinished: resumable
+    marker = tmp_path / 'created-by-unpickling'
+
+    class CreatesFile:
+        def __reduce__(self):
+            return open, (str(marker), 'w')
+
+    import torch
+    torch.save({'epoch': 3, 'model': CreatesFile()},
+               out / 'quick' / '1' / 'ckpt' / 'last.pt')
+    rc = in_process(['--cfg', str(work / 'quick.yaml'), '--seeds', '1', *SMALL,
+                     'dataset.dir', str(work / 'datasets'), 'run_name', 'quick',
+                     'out_dir', str(out), 'train.auto_resume', 'True'])
+    err = capsys.readouterr().err
+    assert rc == 6 and 'refused to load' in err and 'asks for io.open' in err
+    assert not marker.exists()
+
+
+def test_unwritable_results_exit_4_with_the_resume_command(work, in_process,
+                                                           capsys, tmp_path):
+    blocker = tmp_path / 'a-file'
+    blocker.write_text('not a folder\n')
+    rc = in_process(['--cfg', str(work / 'quick.yaml'), *SMALL,
+                     'dataset.dir', str(work / 'datasets'),
+                     'out_dir', str(blocker / 'results')])
+    err = capsys.readouterr().err
+    assert rc == 4, err
+    assert f'could not write {blocker}/results/quick/0/lock: Not a directory' in err
+    assert 'then continue with: python main.py --cfg' in err
+    assert 'train.auto_resume True' in err and 'Traceback' not in err
+
+
+@pytest.mark.parametrize('argv, message', [
+    (['--repeat', '0'], "--repeat: takes an integer >= 1, got '0'"),
+    (['--seeds', 'a,b'], "--seeds: takes comma-separated integers"),
+    (['--seeds', ','], 'no seed'),
+    (['--repeat', '2', '--seeds', '1'], 'not allowed with'),
+])
+def test_bad_command_lines_exit_2(in_process, capsys, argv, message):
+    with pytest.raises(SystemExit) as exit_:
+        in_process(['--cfg', QUICKSTART, *argv])
+    assert exit_.value.code == 2 and message in capsys.readouterr().err
+
+
+def test_options_after_the_overrides_are_options():
+    sys.path.insert(0, ROOT)
+    import main
+    args = main.parse_args(['--cfg', 'x.yaml', 'optim.base_lr', '-1',
+                            '--overwrite', '--seeds', '3,4', 'gt.layers', '2'])
+    assert args.overwrite and args.seeds == [3, 4]
+    assert args.opts == ['optim.base_lr', '-1', 'gt.layers', '2']

@@ -14,7 +14,24 @@ One :class:`Trainer` trains one seed. Per epoch ``t`` (0-based):
 5. stop early after ``train.early_stop_patience`` epochs without improvement
    (``0``: never), or (``reduce_on_plateau``) once the lr is below
    ``optim.min_lr``;
-6. write ``ckpt/last.pt`` (the state that continues the run exactly).
+6. write ``ckpt/last.pt`` (the state that continues the run exactly; the
+   one it replaces is kept as ``ckpt/last.prev.pt``).
+
+The caller writes the initial state (:meth:`Trainer.save_last` before
+:meth:`Trainer.fit`), so that a run is resumable from its start.
+
+A training batch of a single node cannot be normalised by a BatchNorm layer
+in training mode (its variance over one value is undefined): in a model
+with BatchNorm such a batch is skipped (no optimiser step), counted and
+reported once per epoch.
+
+On resume, :meth:`Trainer.retune` makes changed optimiser hyper-parameters
+take effect: the parameter groups get the new weight decay and momentum;
+a changed schedule (base lr, epochs, warm-up, steps, decay) is rebuilt
+with the new values and fast-forwarded to the current epoch, so the lr is
+the one a run started with the new values would have there
+(``reduce_on_plateau`` keeps its state: its reductions so far apply to the
+new ``optim.base_lr``).
 
 A non-finite loss raises :class:`NonFiniteLossError` before the optimiser
 step, so no checkpoint ever holds NaN weights; ``last.pt`` stays at the last
@@ -25,7 +42,9 @@ replica, see :mod:`graphgps_ext.dist`): every process runs the same loop on
 its shard; the train sampler is set to the epoch, gradients are averaged by
 DDP, a non-finite loss on any process stops all of them, and each split's
 loss (as sum and count) and metric inputs (gathered from all processes) are
-reduced so that the stats are those of the whole split. Rank 0 computes the
+reduced so that the stats are those of the whole split; the processes agree
+on a non-finite loss or a skipped batch before the optimiser step (one
+collective per batch). Rank 0 computes the
 metrics and sends the record to the others, so model selection, scheduler and
 early stopping decide identically everywhere; only rank 0 writes files.
 Evaluation runs the unwrapped module with rank 0's buffers.
@@ -40,6 +59,8 @@ autocast, in training and evaluation, and computes the loss in float32;
 import math
 import sys
 import time
+import warnings
+from contextlib import contextmanager, nullcontext
 from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence
 
 import torch
@@ -87,6 +108,53 @@ def _float32(pred):
 def _count(pred: Tensor, true: Optional[Tensor]) -> int:
     ref = true if isinstance(true, Tensor) and true.dim() > 0 else pred
     return int(ref.size(0)) if ref.dim() > 0 else 1
+
+
+@contextmanager
+def batchnorm_eval(module: nn.Module):
+    """BatchNorm layers of ``module`` in eval mode (running statistics)
+    for the duration: a forward pass over a single node then does not
+    fail, and the statistics are not updated."""
+    norms = [m for m in module.modules()
+             if isinstance(m, nn.modules.batchnorm._BatchNorm) and m.training]
+    for m in norms:
+        m.train(False)
+    try:
+        yield
+    finally:
+        for m in norms:
+            m.train(True)
+
+
+class _Pass:
+    """What one pass over a split collects: the loss as (sum, count), the
+    metric inputs, the first non-finite loss and the skipped batches."""
+
+    def __init__(self):
+        self.total, self.count = 0.0, 0
+        self.preds: List[Tensor] = []
+        self.trues: List[Tensor] = []
+        self.bad = None  # (batch index, 'NaN' | 'infinite')
+        self.skipped = 0
+
+    def non_finite(self, i: int, loss: Tensor) -> bool:
+        """Record a non-finite ``loss`` of batch ``i``; whether it was one."""
+        if bool(torch.isfinite(loss)):
+            return False
+        if self.bad is None:
+            self.bad = (i, 'NaN' if torch.isnan(loss) else 'infinite')
+        return True
+
+    def add(self, loss: Tensor, pred, true, batch, metric_inputs):
+        n = _count(pred, true)
+        self.total += float(loss.detach()) * n
+        self.count += n
+        pred, true = pred.detach(), true.detach() if true is not None else None
+        if metric_inputs is not None:
+            pred, true = metric_inputs(pred, true, batch)
+        self.preds.append(pred.cpu())
+        self.trues.append(true.cpu() if true is not None
+                          else torch.zeros(pred.size(0), dtype=torch.long))
 
 
 class Trainer:
@@ -151,6 +219,12 @@ class Trainer:
         head = getattr(self.module, 'head', None)
         self.metric_inputs = getattr(head, 'metric_inputs', None)
         self.progress = sys.stderr.isatty() and ckpt.is_main_process()
+        # BatchNorm in training mode needs batches of two nodes or more.
+        self.needs_two_nodes = any(isinstance(m, nn.modules.batchnorm._BatchNorm)
+                                   for m in self.module.modules())
+        self.skipped_batches = 0
+        # The run's identity (graphgps_ext.identity), kept in last.pt.
+        self.identity: Optional[Dict[str, Any]] = None
 
     # ------------------------------------------------------------ state --
     @property
@@ -178,6 +252,7 @@ class Trainer:
             'best': self.best,
             'stopped': self.stopped,
             'wandb_id': self.logger.wandb_id,
+            'identity': self.identity,
         }
 
     def load_state_dict(self, state: Dict[str, Any]):
@@ -192,8 +267,8 @@ class Trainer:
         except RuntimeError as err:
             raise RuntimeError(
                 f'{self.last_path} does not fit the model built from the '
-                'current config (was the config changed?). Start afresh with '
-                'train.auto_resume False, or restore the old config.\n'
+                'current config (was the config changed?). Restore the old '
+                'config, or start afresh with --overwrite.\n'
                 f'{err}') from None
         load_optimizer_state(self.optimizer, state['optimizer'])
         if self.scheduler is not None and state['scheduler'] is not None:
@@ -226,7 +301,51 @@ class Trainer:
                 'optim.base_lr or set optim.clip_grad_norm True.')
         state = self.state_dict()  # collective: on every process
         if ckpt.is_main_process():
-            ckpt.save(state, self.last_path)
+            ckpt.save(state, self.last_path, keep_previous=True)
+
+    #: Resumable keys that change the learning-rate schedule.
+    SCHEDULE_KEYS = ('optim.base_lr', 'optim.max_epoch', 'optim.num_warmup_epochs',
+                     'optim.steps', 'optim.lr_decay', 'optim.reduce_factor',
+                     'optim.schedule_patience')
+
+    def retune(self, changes: Sequence[tuple]):
+        """Make changed optimiser hyper-parameters take effect after
+        :meth:`load_state_dict` (``changes``: ``(key, old, new)`` of
+        resumable keys, :func:`graphgps_ext.identity.resume_changes`);
+        ``self.cfg`` holds the new values. Keys the loop reads from the
+        config each epoch (clipping, ``optim.min_lr``, early stopping,
+        evaluation period) need nothing here."""
+        keys = {k for k, _, _ in changes}
+        optim = self.cfg.optim
+        for group in self.optimizer.param_groups:
+            if 'optim.weight_decay' in keys:
+                group['weight_decay'] = optim.weight_decay
+            if 'optim.momentum' in keys and 'momentum' in group:
+                group['momentum'] = optim.momentum
+        if keys & set(self.SCHEDULE_KEYS):
+            old = {k: a for k, a, _ in changes}
+            self._rebuild_schedule(old.get('optim.base_lr', optim.base_lr))
+
+    def _rebuild_schedule(self, old_base_lr: float):
+        base = self.cfg.optim.base_lr * dist.lr_scale(self.cfg, self.world_size)
+        groups = self.optimizer.param_groups
+        if self.cfg.optim.scheduler == 'reduce_on_plateau':
+            # Its reductions so far carry over to the new base lr.
+            for group in groups:
+                group['lr'] = (group['lr'] * self.cfg.optim.base_lr / old_base_lr
+                               if old_base_lr else base)
+            self.scheduler.factor = self.cfg.optim.reduce_factor
+            self.scheduler.patience = self.cfg.optim.schedule_patience
+            self.scheduler._last_lr = [g['lr'] for g in groups]
+            return
+        for group in groups:
+            group['lr'] = group['initial_lr'] = base
+        self.scheduler = build_scheduler(self.cfg, self.optimizer)
+        if self.scheduler is not None:
+            with warnings.catch_warnings():  # stepped without optimiser steps
+                warnings.simplefilter('ignore', UserWarning)
+                for _ in range(self.start_epoch):
+                    self.scheduler.step()
 
     # ------------------------------------------------------------ epochs --
     def is_eval_epoch(self, epoch: int) -> bool:
@@ -234,74 +353,105 @@ class Trainer:
                 or epoch + 1 == self.cfg.optim.max_epoch)
 
     def run_split(self, split: str, epoch: int, train: bool) -> Dict[str, Any]:
-        """One pass over ``split``; returns its stats record."""
-        loader = self.loaders[split]
-        sampler = getattr(loader, 'sampler', None)
-        if train and hasattr(sampler, 'set_epoch'):
-            sampler.set_epoch(epoch)
-        # Evaluation needs no gradient sync (shards may differ in length):
-        # the plain module with rank 0's buffers (BatchNorm statistics).
-        net = self.train_net if train else self.eval_net
-        if not train:
-            dist.sync_buffers(self.module)
-        self.model.train(train)
-        preds: List[Tensor] = []
-        trues: List[Tensor] = []
-        total, count = 0.0, 0
-        bad = None  # (batch index, 'NaN' | 'infinite') of a non-finite loss
+        """One pass over ``split`` (training or evaluation); returns its
+        stats record."""
         lr = current_lr(self.optimizer)
         start = time.perf_counter()
-        batches = loader
-        if self.progress:
-            from tqdm import tqdm
-            batches = tqdm(loader, desc=f'{split} {epoch + 1}', leave=False,
-                           file=sys.stderr)
-        clip = self.cfg.optim.clip_grad_norm
-        # Evaluation under inference mode: no autograd graph and no version
-        # counters on the activations (about 6 % faster than no_grad on
-        # CPU for ZINC-size batches; the outputs are the same).
-        with torch.enable_grad() if train else torch.inference_mode():
-            for i, batch in enumerate(batches):
+        done = (self._train_pass(split, epoch) if train
+                else self._eval_pass(split, epoch))
+        return self._record(epoch, done, lr, start)
+
+    def _batches(self, split: str, epoch: int):
+        loader = self.loaders[split]
+        if not self.progress:
+            return loader
+        from tqdm import tqdm
+        return tqdm(loader, desc=f'{split} {epoch + 1}', leave=False, file=sys.stderr)
+
+    def _forward(self, net, batch):
+        """``(pred, true, loss)`` of ``batch`` (loss in float32 under
+        ``train.amp``)."""
+        with speed.autocast(self.cfg, self.device.type):
+            pred, true = net(batch)
+        pred = _float32(pred)
+        return pred, true, self.loss_fn(pred, true)
+
+    def _train_pass(self, split: str, epoch: int) -> _Pass:
+        sampler = getattr(self.loaders[split], 'sampler', None)
+        if hasattr(sampler, 'set_epoch'):
+            sampler.set_epoch(epoch)
+        self.model.train()
+        done = _Pass()
+        with torch.enable_grad():
+            for i, batch in enumerate(self._batches(split, epoch)):
                 batch = batch.to(self.device)
-                with speed.autocast(self.cfg, self.device.type):
-                    pred, true = net(batch)
-                pred = _float32(pred)  # the loss in float32 under train.amp
-                loss = self.loss_fn(pred, true)
-                finite = bool(torch.isfinite(loss))
-                if not finite and bad is None:
-                    bad = (i, 'NaN' if torch.isnan(loss) else 'infinite')
-                if train and self.world_size > 1:
-                    # Every process stops at once, before the step.
-                    if dist.any_true(not finite):
-                        self._raise_non_finite(split, epoch, bad)
-                elif not finite:
+                single = self.needs_two_nodes and batch.num_nodes < 2
+                with batchnorm_eval(self.module) if single else nullcontext():
+                    pred, true, loss = self._forward(self.train_net, batch)
+                stop, skip = self._agree(done.non_finite(i, loss), single)
+                if stop:  # before the step: last.pt keeps the last good state
+                    self._raise_non_finite(split, epoch, done.bad)
+                if skip:
+                    done.skipped += 1
+                    continue
+                self._step(loss)
+                done.add(loss, pred, true, batch, self.metric_inputs)
+        if done.skipped:
+            self.skipped_batches += done.skipped
+            self.log.warning(
+                f'epoch {epoch + 1}: skipped {done.skipped} training batch(es) '
+                'of a single node (BatchNorm needs more than one value per '
+                f'channel in training); {self.skipped_batches} in this run')
+        return done
+
+    def _agree(self, bad: bool, single: bool):
+        """``(stop, skip)``: whether any process had a non-finite loss, or a
+        single-node batch, in this step (every process steps or none does)."""
+        if self.world_size == 1:
+            return bad, single
+        flags = dist.all_reduce_sum(torch.tensor([float(bad), float(single)]))
+        stop, skip = flags.tolist()
+        return stop > 0, skip > 0
+
+    def _step(self, loss: Tensor):
+        self.optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        if self.cfg.optim.clip_grad_norm:
+            speed.clip_grad_norm_(stepped_params(self.optimizer),
+                                  self.cfg.optim.clip_grad_norm_value, self.cfg)
+        self.optimizer.step()
+
+    def _eval_pass(self, split: str, epoch: int) -> _Pass:
+        # No gradient sync (shards may differ in length): the plain module
+        # with rank 0's buffers (BatchNorm statistics). Inference mode: no
+        # autograd graph and no version counters on the activations (about
+        # 6 % faster than no_grad on CPU for ZINC-size batches).
+        dist.sync_buffers(self.module)
+        self.model.eval()
+        done = _Pass()
+        with torch.inference_mode():
+            for i, batch in enumerate(self._batches(split, epoch)):
+                batch = batch.to(self.device)
+                pred, true, loss = self._forward(self.eval_net, batch)
+                if done.non_finite(i, loss):
                     if self.world_size == 1:
-                        self._raise_non_finite(split, epoch, bad)
-                    continue  # evaluation shards differ in length: agree below
-                if train:
-                    self.optimizer.zero_grad(set_to_none=True)
-                    loss.backward()
-                    if clip:
-                        speed.clip_grad_norm_(stepped_params(self.optimizer),
-                                              self.cfg.optim.clip_grad_norm_value,
-                                              self.cfg)
-                    self.optimizer.step()
-                n = _count(pred, true)
-                total += float(loss.detach()) * n
-                count += n
-                pred, true = pred.detach(), true.detach() if true is not None else None
-                if self.metric_inputs is not None:
-                    pred, true = self.metric_inputs(pred, true, batch)
-                preds.append(pred.cpu())
-                trues.append(true.cpu() if true is not None
-                             else torch.zeros(pred.size(0), dtype=torch.long))
-        if self.world_size > 1 and not train and dist.any_true(bad is not None):
-            self._raise_non_finite(split, epoch, bad)
+                        self._raise_non_finite(split, epoch, done.bad)
+                    continue  # shards differ in length: agree below
+                done.add(loss, pred, true, batch, self.metric_inputs)
+        if self.world_size > 1 and dist.any_true(done.bad is not None):
+            self._raise_non_finite(split, epoch, done.bad)
+        return done
+
+    def _record(self, epoch: int, done: _Pass, lr: float,
+                start: float) -> Dict[str, Any]:
+        """The split's stats over every process (rank 0 computes the
+        metrics and sends the record to the others)."""
+        total, count = done.total, done.count
         if self.world_size > 1:
             total, count = dist.all_reduce_sum(
                 torch.tensor([total, count], dtype=torch.float64)).tolist()
-        pred_all = dist.all_gather_cat(concat(preds))
-        true_all = dist.all_gather_cat(concat(trues))
+        pred_all = dist.all_gather_cat(concat(done.preds))
+        true_all = dist.all_gather_cat(concat(done.trues))
         record = None
         if ckpt.is_main_process():
             record = {'epoch': epoch, 'loss': total / max(count, 1)}
@@ -323,17 +473,12 @@ class Trainer:
     def fit(self) -> Optional[Dict[str, Any]]:
         """Train until ``optim.max_epoch`` or a stop rule; returns the best record."""
         cfg = self.cfg
-        if self.start_epoch == 0 and self.last_epoch < 0:
-            self.save_last()  # the initial state: a run is always resumable
         if self.stopped:
             self.log.info('the checkpoint says this run had stopped; nothing to do')
             return self.best
         for epoch in range(self.start_epoch, cfg.optim.max_epoch):
             records = {'train': self.run_split('train', epoch, train=True)}
-            if self.is_eval_epoch(epoch):
-                for split in ('val', 'test'):
-                    if split in self.loaders:
-                        records[split] = self.run_split(split, epoch, train=False)
+            records.update(self.evaluate(epoch))
             self.logger.log_epoch(epoch, records)
             self._select(epoch, records)
             self._step_scheduler(records)
@@ -345,6 +490,13 @@ class Trainer:
             if self.stopped:
                 break
         return self.best
+
+    def evaluate(self, epoch: int) -> Dict[str, Dict[str, Any]]:
+        """``{'val': ..., 'test': ...}`` records on evaluation epochs."""
+        if not self.is_eval_epoch(epoch):
+            return {}
+        return {split: self.run_split(split, epoch, train=False)
+                for split in ('val', 'test') if split in self.loaders}
 
     def _select(self, epoch: int, records: Dict[str, Dict[str, Any]]):
         sel = records.get(self.select_split)

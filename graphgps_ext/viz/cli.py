@@ -23,6 +23,7 @@ from typing import List, Optional, Sequence, Union
 
 import torch
 
+from graphgps_ext.train.checkpoint import CheckpointError
 from graphgps_ext.viz.draw import (Panel, atom_labels, draw_grid, draw_heatmaps,
                                    molecule_kind, selected_channels,
                                    to_molecule)
@@ -187,6 +188,9 @@ def main(argv: Optional[List[str]] = None) -> int:
         paths = make_figures(runs, graphs, args.out, args.split,
                              _layer(args.layer), _ints(args.channels, '--channels'),
                              _ints(args.csa_nodes, '--csa-nodes'), args.head_maps)
+    except CheckpointError as err:  # unsafe or unreadable: never unpickled
+        print(f'error: {err}', file=sys.stderr)
+        return 6
     except (FileNotFoundError, ValueError, KeyError) as err:
         print(f'error: {err}', file=sys.stderr)
         return 2

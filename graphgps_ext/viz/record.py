@@ -193,7 +193,12 @@ def load_run(run_dir: str, ckpt: str = 'best', device: str = 'cpu',
     ``config.yaml`` and ``ckpt/<ckpt>.pt`` (``best`` or ``last``) and load its
     dataset with :func:`graphgps_ext.loader.load_dataset`. ``opts`` are
     ``KEY VALUE`` overrides of the saved config (e.g. ``dataset.dir`` when
-    the data moved). The model is returned in eval mode on ``device``."""
+    the data moved). The model is returned in eval mode on ``device``.
+
+    The checkpoint is read with ``torch.load(weights_only=True)``
+    (:func:`graphgps_ext.train.checkpoint.load`): a file that would run
+    code raises :class:`~graphgps_ext.train.checkpoint.UnsafeCheckpointError`
+    unread."""
     from graphgps_ext.config.load import finalize_cfg, load_cfg
     from graphgps_ext.run import build_model, load_dataset
     from graphgps_ext.train import checkpoint

@@ -118,18 +118,20 @@ def test_interrupt_in_first_epoch_is_resumable(tiny_run, tiny_cfg, tmp_path,
     assert all_stats(run_dir) == reference
 
 
-def test_done_run_is_skipped_with_auto_resume(tiny_run, tiny_cfg):
-    tiny_run.run_seed(tiny_cfg)
+def test_done_run_is_skipped_unless_overwrite(tiny_run, tiny_cfg, capsys):
+    tiny_run.run_seed(tiny_cfg.clone())
     run_dir = os.path.join(tiny_cfg.out_dir, 'tiny', '0')
     mtime = os.path.getmtime(os.path.join(run_dir, 'ckpt', 'last.pt'))
-    tiny_cfg.train.auto_resume = True
-    best = tiny_run.run_seed(tiny_cfg)
-    assert best['epoch'] >= 0
-    assert os.path.getmtime(os.path.join(run_dir, 'ckpt', 'last.pt')) == mtime
-    # Without auto_resume the seed starts afresh (stats rewritten, not appended).
-    tiny_cfg.train.auto_resume = False
-    tiny_run.run_seed(tiny_cfg)
+    for auto_resume in (True, False):
+        tiny_cfg.train.auto_resume = auto_resume
+        best = tiny_run.run_seed(tiny_cfg.clone())
+        assert best['epoch'] >= 0
+        assert os.path.getmtime(os.path.join(run_dir, 'ckpt', 'last.pt')) == mtime
+    assert capsys.readouterr().out.count('is done (complete: same config); skipped') == 2
+    # --overwrite starts afresh (stats rewritten, not appended).
+    tiny_run.run_seed(tiny_cfg.clone(), overwrite=True)
     assert len(stats(run_dir, 'train')) == tiny_cfg.optim.max_epoch
+    assert os.path.getmtime(os.path.join(run_dir, 'ckpt', 'last.pt')) != mtime
 
 
 def test_nan_loss_stops_and_keeps_last_good_checkpoint(tiny_run, tiny_cfg):
@@ -175,7 +177,7 @@ def test_reduce_on_plateau_stops_below_min_lr(tiny_run, tiny_cfg):
     assert lrs[:4] == pytest.approx([1e-6, 1e-6, 1e-6, 5e-7])
     # 1e-6 -> 5e-7 (after epoch 3) -> 2.5e-7 (after epoch 5) < min_lr: stop.
     tiny_cfg.optim.min_lr = 3e-7
-    tiny_run.run_seed(tiny_cfg)
+    tiny_run.run_seed(tiny_cfg, overwrite=True)
     assert len(stats(run_dir, 'train')) == 5
 
 
@@ -334,7 +336,7 @@ def test_compiled_run_matches_eager_and_resumes_eagerly(tiny_run, tiny_cfg,
     tiny_cfg.train.compile = True
     tiny_cfg.optim.max_epoch = 1
     nets = []
-    tiny_run.run_seed(tiny_cfg, callbacks=[
+    tiny_run.run_seed(tiny_cfg.clone(), callbacks=[  # keeps tiny_cfg as loaded
         lambda t, e, r: nets.append((t.train_net, t.eval_net, t.model))])
     train_net, eval_net, model = nets[0]
     assert train_net is eval_net and train_net is not model

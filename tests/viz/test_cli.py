@@ -1,6 +1,7 @@
 """``python -m graphgps_ext.viz`` on tiny checkpoints trained by ``main.py``,
 and the drawing helpers (RDKit molecules, networkx fallback)."""
 import os
+import shutil
 import sys
 
 import torch
@@ -61,6 +62,18 @@ posenc: {{progress: False}}
     assert 'out of range' in capsys.readouterr().err
     assert main(['--run', str(tmp_path), '--graphs', '0', '--out', figs]) == 2
     assert 'config.yaml' in capsys.readouterr().err
+    # a crafted best.pt is refused unread (exit 6), never unpickled
+    crafted = str(tmp_path / 'crafted' / '0')
+    shutil.copytree(gea, crafted)
+    marker = tmp_path / 'created-by-unpickling'
+
+    class CreatesFile:
+        def __reduce__(self):
+            return open, (str(marker), 'w')
+
+    torch.save({'model': CreatesFile(), 'epoch': 0}, os.path.join(crafted, 'ckpt', 'best.pt'))
+    assert main(['--run', crafted, '--graphs', '0', '--out', figs]) == 6
+    assert 'refused to load' in capsys.readouterr().err and not marker.exists()
 
 
 def test_zinc_and_ogb_molecules():

@@ -1,0 +1,136 @@
+"""The seed folder's lock (one live owner, released by the OS on any exit)
+and the replacement of an old run that is undone after a failed or killed
+start."""
+import json
+import os
+import signal
+import subprocess
+import sys
+
+import pytest
+
+from graphgps_ext import seed_folder as sf
+from graphgps_ext.logger import STATS_FILE
+
+
+def snapshot(folder):
+    """``{relative path: bytes}`` of every file below ``folder``."""
+    out = {}
+    for root, _, files in os.walk(folder):
+        for name in files:
+            path = os.path.join(root, name)
+            with open(path, 'rb') as f:
+                out[os.path.relpath(path, folder)] = f.read()
+    return out
+
+
+def make_run(folder):
+    """A finished run's entries plus a file of the user's."""
+    for split in ('train', 'val', 'test'):
+        (folder / split).mkdir(parents=True)
+        (folder / split / STATS_FILE).write_text(f'{{"epoch": 0, "{split}": 1}}\n')
+    (folder / 'ckpt').mkdir()
+    (folder / 'ckpt' / 'last.pt').write_bytes(b'old weights')
+    for name in ('config.yaml', 'logging.log', 'best.json', 'done', 'data.json'):
+        (folder / name).write_text(f'old {name}\n')
+    (folder / 'notes.txt').write_text('mine\n')
+    return snapshot(folder)
+
+
+def test_second_owner_is_refused_and_told_who_holds_it(tmp_path):
+    run_dir = tmp_path / 'results' / 'x' / '0'
+    with sf.SeedLock(str(run_dir)) as lock:
+        info = json.loads((run_dir / 'lock').read_text())
+        assert info['pid'] == os.getpid() and info['host'] and info['started']
+        assert sf.lock_holder(str(run_dir))['pid'] == os.getpid()
+        with pytest.raises(sf.SeedLocked, match=rf'in use by another run: pid '
+                                                 rf'{os.getpid()} on host'):
+            sf.SeedLock(str(run_dir)).acquire()
+        assert lock.fd is not None
+    # Released: the lock file and the folders it created are gone.
+    assert sf.lock_holder(str(run_dir)) is None
+    assert not (tmp_path / 'results').exists()
+
+
+def test_lock_of_a_killed_process_does_not_block(tmp_path):
+    run_dir = tmp_path / '0'
+    code = ('import sys, time; from graphgps_ext.seed_folder import SeedLock; '
+            f'SeedLock({str(run_dir)!r}).acquire(); print("held", flush=True); '
+            'time.sleep(60)')
+    proc = subprocess.Popen([sys.executable, '-c', code], stdout=subprocess.PIPE,
+                            text=True)
+    try:
+        assert proc.stdout.readline().strip() == 'held'
+        assert sf.lock_holder(str(run_dir))['pid'] == proc.pid
+        with pytest.raises(sf.SeedLocked, match=f'pid {proc.pid}'):
+            sf.SeedLock(str(run_dir)).acquire()
+    finally:
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+    assert (run_dir / 'lock').exists()  # left behind by the killed process
+    assert sf.lock_holder(str(run_dir)) is None
+    with sf.SeedLock(str(run_dir)):
+        assert sf.lock_holder(str(run_dir))['pid'] == os.getpid()
+
+
+def test_replacement_commits_only_run_entries(tmp_path):
+    run = tmp_path / '0'
+    make_run(run)
+    rep = sf.Replacement(str(run))
+    moved = rep.aside()
+    assert moved[0] == 'done' and 'notes.txt' not in moved
+    assert sorted(os.listdir(run)) == ['.replacing', 'notes.txt']
+    (run / 'config.yaml').write_text('new\n')
+    rep.commit()
+    assert sorted(os.listdir(run)) == ['config.yaml', 'notes.txt']
+
+
+def test_rollback_restores_the_old_run_exactly(tmp_path):
+    run = tmp_path / '0'
+    before = make_run(run)
+    rep = sf.Replacement(str(run))
+    rep.aside()
+    (run / 'config.yaml').write_text('new\n')  # the new run's first files
+    (run / 'train').mkdir()
+    (run / 'split_indices.pt').write_bytes(b'new')
+    rep.rollback()
+    assert snapshot(run) == before and '.replacing' not in os.listdir(run)
+
+
+@pytest.mark.parametrize('moved', [0, 3, 'all'])
+def test_killed_replacement_is_restored_by_the_next_start(tmp_path, moved):
+    """A process killed after moving ``moved`` entries aside (and, once all
+    are moved, after writing new files) leaves ``.replacing/``;
+    :func:`recover` brings back the old run exactly."""
+    run = tmp_path / '0'
+    before = make_run(run)
+    names = sf.run_entries(str(run))
+    pending = run / '.replacing'
+    pending.mkdir()
+    (pending / 'manifest.json').write_text(json.dumps(names))
+    count = len(names) if moved == 'all' else moved
+    for name in names[:count]:
+        os.replace(run / name, pending / name)
+    if moved == 'all':
+        (run / 'config.yaml').write_text('new\n')
+        (run / 'logging.log').write_text('new log\n')
+    assert sf.recover(str(run)) == names[:count]
+    assert snapshot(run) == before and '.replacing' not in os.listdir(run)
+    assert sf.recover(str(run)) == []  # nothing left to do
+
+
+def test_committed_leftovers_are_deleted(tmp_path):
+    run = tmp_path / '0'
+    (run / '.replaced' / 'ckpt').mkdir(parents=True)
+    (run / 'config.yaml').write_text('new\n')
+    assert sf.recover(str(run)) == []
+    assert os.listdir(run) == ['config.yaml']
+
+
+def test_stopped_before_the_manifest_nothing_is_touched(tmp_path):
+    run = tmp_path / '0'
+    before = make_run(run)
+    (run / '.replacing').mkdir()
+    (run / '.replacing' / 'manifest.json.tmp').write_text('["do')
+    assert sf.recover(str(run)) == []
+    assert snapshot(run) == before and '.replacing' not in os.listdir(run)
