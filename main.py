@@ -11,7 +11,8 @@ Data parallel on G GPUs (or G CPU processes with gloo), see README
     srun --ntasks-per-node G python main.py --cfg FILE   (inside a SLURM job)
 
 Exit codes: 0 done; 2 bad config or command line; 3 NaN/inf loss;
-130 interrupted (Ctrl-C / SIGTERM; resumable with ``train.auto_resume True``).
+5 data missing or corrupt; 130 interrupted (Ctrl-C / SIGTERM; resumable
+with ``train.auto_resume True``).
 """
 import argparse
 import os
@@ -61,6 +62,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     from graphgps_ext import dist
     from graphgps_ext.config import ConfigError
     from graphgps_ext.config.load import load_cfg
+    from graphgps_ext.loader.errors import EXIT_CODE as DATA_ERROR, DataError
     from graphgps_ext.logger import get_logger
     from graphgps_ext.run import run_seed
     from graphgps_ext.train.loop import NonFiniteLossError
@@ -78,6 +80,9 @@ def main(argv: Optional[List[str]] = None) -> int:
     except ConfigError as err:
         print(f'config error: {err}', file=sys.stderr)
         return 2
+    except DataError as err:
+        print(f'data error: {err}', file=sys.stderr)
+        return DATA_ERROR
     except NonFiniteLossError:
         return 3  # already logged with the epoch/batch and what to change
     except KeyboardInterrupt:

@@ -6,6 +6,7 @@ import pytest
 import torch
 
 from graphgps_ext.loader import DatasetNotFoundError, load_dataset
+from graphgps_ext.loader.errors import DataError
 from graphgps_ext.loader.offline import OFFLINE_ENV
 
 from .conftest import copy_shared, make_cfg
@@ -181,5 +182,5 @@ def test_missing_data_without_network_fails_fast(tmp_path, monkeypatch):
 def test_zinc_full_refuses_a_subset_folder(zinc_root):
     cfg = make_cfg(zinc_root, **{'dataset.format': 'PyG-ZINC',
                                  'dataset.name': 'full'})
-    with pytest.raises(ValueError, match='220,011'):
+    with pytest.raises(DataError, match='220,011'):
         load_dataset(cfg)
