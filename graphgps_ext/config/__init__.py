@@ -434,18 +434,19 @@ def _ineffective(cfg: CfgNode, defaults: CfgNode):
     the run uses while a declaration makes it ineffective."""
     seen = set()
     for dec in _IGNORED:
-        if dec.unless(cfg):
+        keys = [k for p in dec.keys for k in _expand(cfg, p) if k not in seen]
+        try:
+            if not keys or dec.unless(cfg):
+                continue
+        except (AttributeError, KeyError):  # a config without the groups it reads
             continue
-        for pattern in dec.keys:
-            for key in _expand(cfg, pattern):
-                if key in seen:
-                    continue
-                value = get_key(cfg, key)
-                used = dec.used(cfg) if dec.used else get_key(defaults, key, None)
-                if _same(value, used):
-                    continue
-                seen.add(key)
-                yield key, value, dec, used
+        for key in keys:
+            value = get_key(cfg, key)
+            used = dec.used(cfg) if dec.used else get_key(defaults, key, None)
+            if _same(value, used):
+                continue
+            seen.add(key)
+            yield key, value, dec, used
 
 
 def _ineffective_message(key, value, dec, used, cfg, where='') -> str:

@@ -7,17 +7,19 @@ cause, or silently holds other data. :class:`ProcessedCache` wraps the
 construction of such a class (:meth:`ProcessedCache.load`):
 
 1. under a lock (``processed/.lock``: concurrent runs on one dataset folder
-   process it once), it compares a *fingerprint* of the raw files with the
-   one stamped in ``processed/integrity.json``. A file whose size and mtime
-   equal the stamp's is taken as unchanged; otherwise its SHA-1 is computed
-   (once per process), so a restored file with a new mtime but the same
-   content keeps the cache. Processed files built from other raw files, or
-   written without a stamp (an interrupted run), are removed, with a warning;
+   process it once), it compares a *fingerprint* of the raw files (SHA-1 of
+   their content) with the one stamped in ``processed/integrity.json``. A
+   file whose size and mtime equal the stamp's is taken as unchanged;
+   otherwise its SHA-1 is computed (once per process), so a restored or
+   copied file with a new mtime but the same content keeps the cache.
+   Processed files built from other raw files, or written without a stamp
+   (an interrupted run), are removed, with a warning;
 2. it builds the dataset (PyG processes what is missing) and checks what it
    got (:func:`check_storage`: every stored attribute covers the same graphs,
    slices are consistent, edges point to nodes of their own graph);
-3. only then it writes the stamp (atomically): the processed files are
-   *committed*. A committed file whose size changed since is removed and
+3. only then it writes the stamp (atomically) with the SHA-1 of every
+   processed file: they are *committed*. A committed file whose content
+   changed since (same test: size and mtime, then SHA-1) is removed and
    rebuilt; a cache that cannot be read is rebuilt once, with a warning.
 
 Raw files that cannot be processed, or whose data fail the checks, raise
@@ -63,6 +65,19 @@ def sha1_of(path: str) -> str:
                 h.update(block)
         _SHA1[key] = h.hexdigest()
     return _SHA1[key]
+
+
+def file_state(paths: Dict[str, str], known: Dict[str, dict]) -> Dict[str, dict]:
+    """``{name: {size, mtime_ns, sha1}}`` of the files ``{name: path}``; the
+    SHA-1 is taken from ``known`` (a stamp) when size and mtime match it."""
+    state = {}
+    for name, path in paths.items():
+        st = os.stat(path)
+        old = known.get(name) or {}
+        same = old.get('size') == st.st_size and old.get('mtime_ns') == st.st_mtime_ns
+        state[name] = dict(size=st.st_size, mtime_ns=st.st_mtime_ns,
+                           sha1=old['sha1'] if same and 'sha1' in old else sha1_of(path))
+    return state
 
 
 class StorageError(ValueError):
@@ -218,28 +233,19 @@ class ProcessedCache:
     def __init__(self, raw: RawFiles, processed_dir: str):
         self.raw, self.dir = raw, processed_dir
         self._state: Optional[Dict[str, dict]] = None
+        self._committed: Dict[str, dict] = {}  # processed files known good
 
     # ---- raw fingerprint --------------------------------------------------
     def _rel(self, path: str) -> str:
         return osp.relpath(path, osp.dirname(self.dir))
 
     def raw_state(self, stamp: Optional[dict] = None) -> Dict[str, dict]:
-        """``{relative path: {size, mtime_ns, sha1}}`` of the raw files; the
-        SHA-1 is taken from ``stamp`` when size and mtime match it."""
-        if self._state is not None:
-            return self._state
-        known = (stamp or {}).get('raw', {})
-        state = {}
-        for path in self.raw.files():
-            st = os.stat(path)
-            rel = self._rel(path)
-            old = known.get(rel, {})
-            same = old.get('size') == st.st_size and old.get('mtime_ns') == st.st_mtime_ns
-            state[rel] = dict(size=st.st_size, mtime_ns=st.st_mtime_ns,
-                              sha1=old['sha1'] if same and 'sha1' in old
-                              else sha1_of(path))
-        self._state = state
-        return state
+        """``{relative path: {size, mtime_ns, sha1}}`` of the raw files (see
+        :func:`file_state`)."""
+        if self._state is None:
+            self._state = file_state({self._rel(p): p for p in self.raw.files()},
+                                     (stamp or {}).get('raw', {}))
+        return self._state
 
     def sha1(self, path: str) -> str:
         """SHA-1 of the raw file ``path`` (from the stamp when unchanged)."""
@@ -257,15 +263,18 @@ class ProcessedCache:
             return None
         return stamp
 
-    def _listing(self) -> Dict[str, int]:
+    def _listing(self) -> Dict[str, str]:
+        """``{name: path}`` of the processed files (not the stamp, the lock or
+        temporary files)."""
         if not osp.isdir(self.dir):
             return {}
-        return {f: osp.getsize(osp.join(self.dir, f)) for f in os.listdir(self.dir)
-                if f not in (STAMP, LOCK) and osp.isfile(osp.join(self.dir, f))}
+        return {f: osp.join(self.dir, f) for f in os.listdir(self.dir)
+                if f not in (STAMP, LOCK) and '.tmp' not in f
+                and osp.isfile(osp.join(self.dir, f))}
 
-    def _write_stamp(self, state: Dict[str, dict]):
+    def _write_stamp(self, state: Dict[str, dict], known: Dict[str, dict]):
         stamp = dict(version=STAMP_VERSION, dataset=self.raw.dataset, raw=state,
-                     files=self._listing())
+                     files=file_state(self._listing(), known))
         path = osp.join(self.dir, STAMP)
         tmp = f'{path}.tmp{os.getpid()}'
         try:
@@ -301,6 +310,7 @@ class ProcessedCache:
         stamp = self._read_stamp()
         state = self.raw_state(stamp)
         files = self._listing()
+        self._committed = {}
         if stamp is None:
             if files:
                 log.warning('%s: %s holds processed files without a completion '
@@ -318,12 +328,14 @@ class ProcessedCache:
             self._clear()
             return False
         committed = stamp.get('files', {})
-        resized = [f for f, n in files.items() if f in committed and committed[f] != n]
-        if resized:
-            log.warning('%s: processed file(s) %s changed size since they were '
-                        'written; rebuilding them', self.raw.dataset, ', '.join(resized))
-        self._clear(resized + [f for f in files if f not in committed])
-        return any(f in committed and f not in resized for f in files)
+        now = file_state({f: p for f, p in files.items() if f in committed}, committed)
+        changed = sorted(f for f, st in now.items() if st['sha1'] != committed[f].get('sha1'))
+        if changed:
+            log.warning('%s: processed file(s) %s changed since they were '
+                        'written; rebuilding them', self.raw.dataset, ', '.join(changed))
+        self._clear(changed + [f for f in files if f not in committed])
+        self._committed = {f: st for f, st in now.items() if f not in changed}
+        return bool(self._committed)
 
     # ---- load ---------------------------------------------------------------
     def load(self, build: Callable[[], Any],
@@ -355,5 +367,5 @@ class ProcessedCache:
                     raise self.raw.corrupt(problem, err.attribute if isinstance(
                         err, StorageError) else None) from None
             self._state = None  # a download may have added raw files
-            self._write_stamp(self.raw_state())
+            self._write_stamp(self.raw_state(), self._committed)
         return out
