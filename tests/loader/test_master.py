@@ -42,6 +42,18 @@ def _stats(ds):
     return nodes, edges, y
 
 
+def test_zinc_stand_in_marked_and_warned_once(zinc_root, zinc, caplog):
+    """The shipped train split is a stand-in: data.json says so (from
+    ``info``) and the log warns once per load."""
+    assert zinc.info['stand_in'] is True
+    assert 'STAND-IN' in zinc.info['stand_in_reason']
+    with caplog.at_level('WARNING', logger='graphgps_ext'):
+        again = load_dataset(make_cfg(zinc_root, **{'dataset.format': 'PyG-ZINC',
+                                                    'dataset.name': 'subset'}))
+    assert again.info['stand_in'] is True
+    assert sum('STAND-IN' in r.getMessage() for r in caplog.records) == 1
+
+
 def test_zinc_sizes_and_task(zinc):
     assert {k: len(v) for k, v in zinc.splits.items()} == \
         {'train': 10_000, 'val': 1_000, 'test': 1_000}
