@@ -218,14 +218,17 @@ def get_key(cfg: CfgNode, key: str, default=_RAISE):
 
 def closest(word: str, candidates: Sequence[str], n: int = 3) -> List[str]:
     """The ``n`` closest strings to ``word`` (difflib ratio, ignoring case),
-    best first."""
+    best first; else those it begins, else those with its last dotted
+    component."""
     lower: Dict[str, str] = {}
     for c in candidates:
         lower.setdefault(str(c).lower(), str(c))
     found = difflib.get_close_matches(str(word).lower(), list(lower), n=n,
                                       cutoff=0.5)
     found = [lower[f] for f in found]
-    if not found:  # fall back on the last dotted component
+    if not found:  # a prefix ('f1' -> 'f1_macro')
+        found = [c for lc, c in lower.items() if lc.startswith(str(word).lower())][:n]
+    if not found:  # the last dotted component
         tail = str(word).split('.')[-1].lower()
         found = [c for c in candidates if str(c).split('.')[-1].lower() == tail][:n]
     return found

@@ -103,6 +103,12 @@ ignored('dataset.split', unless=lambda cfg: cfg.dataset.format == 'PyG-TUDataset
 ignored('dataset.code2_max_nodes',
         unless=lambda cfg: cfg.dataset.name == 'ogbg-code2',
         why="dataset.name is not 'ogbg-code2'", in_file='warn')
+ignored('dataset.node_encoder_name', unless=lambda cfg: cfg.dataset.node_encoder,
+        why="dataset.node_encoder is False (the dataset's own node encoder and the "
+            'posenc_*.enable flags are used)', fix='set dataset.node_encoder True')
+ignored('dataset.edge_encoder_name', unless=lambda cfg: cfg.dataset.edge_encoder,
+        why="dataset.edge_encoder is False (the dataset's own edge encoder is used)",
+        fix='set dataset.edge_encoder True')
 # GraphGym's data keys that the readers of graphgps_ext.loader do not use.
 unused('dataset.transductive', 'dataset.shuffle_split', 'dataset.split_mode',
        'dataset.encoder', 'dataset.encoder_name', 'dataset.encoder_bn',

@@ -102,6 +102,7 @@ choices('dist.backend', ['auto', 'nccl', 'gloo'])
 choices('wandb.mode', ['online', 'offline', 'disabled'])
 choices('metric_agg', ['argmax', 'argmin'])
 choices('metric_best', ['auto'] + list(METRICS))
+choices('dataset.metrics', list(METRICS))
 
 # Where and how a run executes, not what it computes (GraphGym's keys
 # included): outside the run fingerprint.
