@@ -141,7 +141,7 @@ def _check_modules(cfg: CfgNode):
     import torch_geometric.graphgym.register as gg
 
     from graphgps_ext.config.posenc import PE_NAMES, node_encoder_parts
-    from graphgps_ext.loader.sources import check_dataset
+    from graphgps_ext.loader.sources import check_dataset, spec_of
     from graphgps_ext.network.model import parse_layer_type
     from graphgps_ext.train.loss import LOSSES
 
@@ -190,6 +190,12 @@ def _check_modules(cfg: CfgNode):
         check_dataset(cfg)
     except ValueError as err:
         raise ConfigError(str(err)) from None
+    spec = spec_of(cfg)
+    if spec is not None:  # the dataset's task is known before reading it
+        ds = cfg.dataset
+        _check_task_fit(cfg, ds.name,
+                        spec['task_type'] if ds.task_type == 'auto' else ds.task_type,
+                        ds.num_outputs if ds.num_outputs > 0 else spec['num_outputs'])
     _try_branches(cfg, names)
 
 
@@ -220,16 +226,18 @@ _FITS = {
 }
 
 
-def _check_task_fit(cfg: CfgNode, task):
+def _check_task_fit(cfg: CfgNode, name: str, task_type: str,
+                    num_outputs: Optional[int]):
     """``model.loss_fun``, ``metric_best`` and ``dataset.metrics`` fit the
-    task type (binary classification with one output also takes ``bce`` /
-    ``ap``). Raises :class:`ConfigError`."""
-    if task.task_type not in _FITS:
+    task type (binary classification with one output, or an output count
+    not known yet, also takes ``bce`` / ``ap``). Raises :class:`ConfigError`."""
+    if task_type not in _FITS:
         return
-    losses, metrics = _FITS[task.task_type]
-    if task.task_type == 'classification' and task.num_outputs == 1:
+    losses, metrics = _FITS[task_type]
+    if task_type == 'classification' and num_outputs in (None, 1):
         losses, metrics = losses + ('bce',), metrics + ('ap',)
-    what = f"{task.name}'s {task.task_type} task ({task.num_outputs} outputs)"
+    what = f"{name}'s {task_type} task" + (f' ({num_outputs} outputs)'
+                                            if num_outputs else '')
     if cfg.model.loss_fun not in ('auto',) + losses:
         raise ConfigError(f"model.loss_fun '{cfg.model.loss_fun}' does not fit "
                           f"{what}: use one of {', '.join(losses)} or 'auto' "
@@ -254,7 +262,7 @@ def finalize_cfg(cfg: CfgNode, task) -> Tuple[str, str]:
     from graphgps_ext.metrics import direction
 
     warnings = config_warnings(cfg, default_cfg())
-    _check_task_fit(cfg, task)
+    _check_task_fit(cfg, task.name, task.task_type, task.num_outputs)
     if cfg.metric_best == 'auto':
         cfg.metric_best = task.metric
     metric = cfg.metric_best

@@ -45,6 +45,8 @@ ZINC_FULL_TRAIN = 220_011
 # by its source list beside raw/ or by the SHA-1 of its train.pickle.
 ZINC_STAND_IN_MARKER = 'train_standin_sources.csv.gz'
 ZINC_STAND_IN_SHA1 = {'5aac378dfdaf508982c904e379770128e86f8e56'}
+PEPTIDES_SPEC = {'peptides-functional': 'peptides-func',
+                 'peptides-structural': 'peptides-struct'}
 
 
 @dataclass
@@ -382,8 +384,7 @@ def ogb_format(cfg) -> Source:
         files.require(cfg)
         ds = ProcessedCache(files, osp.join(_dir(cfg), name, 'processed')).load(
             lambda: PeptidesDataset(_dir(cfg), name, cfg.dataset.max_graphs))
-        key = {'peptides-functional': 'peptides-func',
-               'peptides-structural': 'peptides-struct'}[name]
+        key = PEPTIDES_SPEC[name]
         return Source({'all': ds}, ds.split_idx, ds.root, key, limited=True,
                       extra={'full_split_sizes': ds.full_split_sizes},
                       source_indices=ds.split_rows)
@@ -467,3 +468,18 @@ def check_dataset(cfg):
     if fmt == 'PyG-TUDataset' and (not name or '/' in name or name in ('.', '..')):
         raise ValueError(f"dataset.name '{name}' is not a TU dataset name "
                          "(e.g. 'NCI1', 'NCI109', 'COLLAB')")
+
+
+def spec_of(cfg) -> Optional[Dict[str, Any]]:
+    """The task metadata (:data:`~graphgps_ext.loader.tasks.SPECS` entry) of
+    the configured dataset where it is known without reading data, else
+    ``None`` (e.g. an ``ogbg-*`` dataset other than molpcba and code2)."""
+    fmt, name = cfg.dataset.format, str(cfg.dataset.name)
+    key = {'PyG-ZINC': 'ZINC', 'PyG-GNNBenchmarkDataset': name,
+           'PyG-TUDataset': name if name in SPECS else 'TU',
+           'PyG-LRGBDataset': name.lower(), 'synthetic': name}.get(fmt)
+    if fmt == 'OGB':
+        key = PEPTIDES_SPEC.get(name, name)
+        if name.startswith('PCQM4Mv2-'):
+            key = 'PCQM4Mv2'
+    return SPECS.get(key)

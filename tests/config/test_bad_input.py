@@ -7,7 +7,8 @@ value, what to change). Each row runs in-process through
 :func:`load_cfg` (before any data is read); a few run through ``main.py`` to
 check the exit code 2, that no traceback is printed and that no run folder
 is written. The checks that need the dataset's task (losses and metrics that
-do not fit it) are in :data:`LATE`, run by :func:`finalize_cfg`.
+do not fit it) run at start where the task table knows the dataset, else in
+:func:`finalize_cfg` (:data:`LATE`).
 """
 import os
 import subprocess
@@ -258,22 +259,35 @@ CASES = [
     ('run-name', None, ['run_name', 'a/b'], ['plain folder name']),
 ]
 
-# (id, overrides, task, fragments): checks that need the dataset's task.
-CLS = TaskInfo(name='NCI1', task='graph', task_type='classification', num_outputs=2,
-               loss='cross_entropy', metric='accuracy', metric_direction='max',
-               metrics=['accuracy'])
-MULTI = TaskInfo(name='peptides-functional', task='graph',
-                 task_type='classification_multilabel', num_outputs=10, loss='bce',
-                 metric='ap', metric_direction='max', metrics=['ap'])
-LATE = [
-    ('metric-mae-on-classes', ['metric_best', 'mae'], CLS,
-     ["metric_best 'mae' does not fit NCI1's classification task", 'accuracy']),
-    ('loss-l1-on-classes', ['model.loss_fun', 'l1'], CLS,
+# (id, overrides, fragments): losses and metrics must fit the dataset's task,
+# known at start for the datasets of the task table (here the quickstart's
+# TreeNeighbourMatch, a classification) ...
+CASES += [
+    ('metric-mae-on-classes', None, ['metric_best', 'mae'],
+     ["metric_best 'mae' does not fit TreeNeighbourMatch's classification task",
+      'accuracy']),
+    ('loss-l1-on-classes', None, ['model.loss_fun', 'l1'],
      ["model.loss_fun 'l1' does not fit", 'cross_entropy']),
-    ('metrics-ap-on-classes', ['dataset.metrics', "['ap']"], CLS,
-     ["dataset.metrics 'ap' does not fit"]),
-    ('loss-ce-on-multilabel', ['model.loss_fun', 'cross_entropy'], MULTI,
+    ('metrics-mae-on-classes', None, ['dataset.metrics', "['accuracy', 'mae']"],
+     ["dataset.metrics 'mae' does not fit"]),
+    ('loss-ce-on-regression', None, ['dataset.format', 'PyG-ZINC', 'dataset.name', 'subset',
+                                     'model.loss_fun', 'cross_entropy'],
+     ["model.loss_fun 'cross_entropy' does not fit subset's regression task (1 outputs)",
+      'l1, mse']),
+]
+# ... and once the data is read otherwise (an OGB dataset outside the table).
+MOLHIV = ['dataset.format', 'OGB', 'dataset.name', 'ogbg-molhiv', 'metric_best', 'auto']
+HIV = TaskInfo(name='ogbg-molhiv', task='graph', task_type='classification_multilabel',
+               num_outputs=1, loss='bce', metric='auroc', metric_direction='max',
+               metrics=['auroc'])
+LATE = [
+    ('metric-mae-on-labels', ['metric_best', 'mae'],
+     ["metric_best 'mae' does not fit ogbg-molhiv's classification_multilabel task "
+      '(1 outputs)', 'ap, auroc']),
+    ('loss-ce-on-labels', ['model.loss_fun', 'cross_entropy'],
      ["model.loss_fun 'cross_entropy' does not fit", 'bce']),
+    ('metrics-accuracy-on-labels', ['dataset.metrics', "['accuracy']"],
+     ["dataset.metrics 'accuracy' does not fit"]),
 ]
 
 
@@ -303,13 +317,13 @@ def test_bad_input_gets_a_clear_config_error(tmp_path, monkeypatch, cfg_file, op
     assert not (tmp_path / 'PWNED').exists()
 
 
-@pytest.mark.parametrize('opts,task,fragments', [c[1:] for c in LATE],
+@pytest.mark.parametrize('opts,fragments', [c[1:] for c in LATE],
                          ids=[c[0] for c in LATE])
-def test_loss_and_metrics_must_fit_the_task(opts, task, fragments):
+def test_loss_and_metrics_must_fit_the_task_once_known(opts, fragments):
     import copy
-    cfg = load_cfg(QUICKSTART, opts)
+    cfg = load_cfg(QUICKSTART, MOLHIV + opts)
     with pytest.raises(ConfigError) as err:
-        finalize_cfg(cfg, copy.deepcopy(task))
+        finalize_cfg(cfg, copy.deepcopy(HIV))
     for fragment in fragments:
         assert fragment in str(err.value)
 
@@ -359,7 +373,7 @@ def test_a_run_shorter_than_its_warmup_is_warned_at_start(caplog):
     cfg = load_cfg(QUICKSTART, ['optim.max_epoch', '2', 'optim.num_warmup_epochs', '50',
                                 'optim.base_lr', '0.001'])
     with caplog.at_level('WARNING', logger='graphgps_ext'):
-        finalize_cfg(cfg, CLS)
+        finalize_cfg(cfg, HIV)
     text = caplog.text
     assert 'optim.max_epoch 2 <= optim.num_warmup_epochs 50' in text
     assert 'never leaves the linear warm-up' in text
@@ -367,7 +381,7 @@ def test_a_run_shorter_than_its_warmup_is_warned_at_start(caplog):
     caplog.clear()
     cfg = load_cfg(QUICKSTART, ['optim.max_epoch', '20', 'optim.num_warmup_epochs', '2'])
     with caplog.at_level('WARNING', logger='graphgps_ext'):
-        finalize_cfg(cfg, CLS)
+        finalize_cfg(cfg, HIV)
     assert 'warm-up' not in caplog.text
 
 
