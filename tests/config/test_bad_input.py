@@ -370,8 +370,8 @@ def test_good_inputs_still_load(tmp_path):
 
 
 def test_a_run_shorter_than_its_warmup_is_warned_at_start(caplog):
-    cfg = load_cfg(QUICKSTART, ['optim.max_epoch', '2', 'optim.num_warmup_epochs', '50',
-                                'optim.base_lr', '0.001'])
+    cfg = load_cfg(QUICKSTART, MOLHIV + ['optim.max_epoch', '2', 'optim.num_warmup_epochs',
+                                         '50', 'optim.base_lr', '0.001'])
     with caplog.at_level('WARNING', logger='graphgps_ext'):
         finalize_cfg(cfg, HIV)
     text = caplog.text
@@ -379,7 +379,8 @@ def test_a_run_shorter_than_its_warmup_is_warned_at_start(caplog):
     assert 'never leaves the linear warm-up' in text
     assert 'optim.num_warmup_epochs' in text and '1e-09' in text
     caplog.clear()
-    cfg = load_cfg(QUICKSTART, ['optim.max_epoch', '20', 'optim.num_warmup_epochs', '2'])
+    cfg = load_cfg(QUICKSTART, MOLHIV + ['optim.max_epoch', '20',
+                                         'optim.num_warmup_epochs', '2'])
     with caplog.at_level('WARNING', logger='graphgps_ext'):
         finalize_cfg(cfg, HIV)
     assert 'warm-up' not in caplog.text

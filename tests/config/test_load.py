@@ -46,5 +46,6 @@ def test_finalize_from_task():
                     loss='l1', metric='mae', metric_direction='min', metrics=['mae'])
     assert finalize_cfg(cfg, task) == ('mae', 'min')
     assert cfg.metric_agg == 'argmin' and cfg.model.loss_fun == 'l1'
-    cfg = load_cfg(None, ['metric_best', 'mse', 'model.loss_fun', 'mse'])
+    cfg = load_cfg(None, ['dataset.format', 'PyG-ZINC', 'dataset.name', 'subset',
+                          'metric_best', 'mse', 'model.loss_fun', 'mse'])
     assert finalize_cfg(cfg, task) == ('mse', 'min') and cfg.model.loss_fun == 'mse'
