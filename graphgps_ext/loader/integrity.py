@@ -194,7 +194,7 @@ class RawFiles:
             return f'{mb:.2f} MB' if mb >= 0.01 else f'{os.path.getsize(p)} bytes'
         suspect = self.roles.get(attribute) if attribute else None
         lines = [f'Dataset {self.dataset}: the raw files give unusable data: '
-                 f'{problem}.']
+                 f"{problem.rstrip('.')}."]
         if suspect:
             lines.append(f'The data of {attribute!r} comes from {suspect}.')
         lines.append('A raw file is probably truncated or corrupt. Raw files:')
