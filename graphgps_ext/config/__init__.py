@@ -57,7 +57,8 @@ Text = Union[str, Callable[[CfgNode], str]]
 
 
 class ConfigError(ValueError):
-    """An unknown key or an invalid value in a config file or override."""
+    """An invalid config: an unreadable file, an unknown key, a bad value, or
+    keys that contradict each other (``main.py`` exit code 2)."""
 
 
 def choices(key: str, values: Iterable):
@@ -121,6 +122,7 @@ def advice(fn: Callable[[CfgNode], Optional[str]]):
 
 @dataclass
 class Ignored:
+    """A declaration of :func:`ignored`."""
     keys: Sequence[str]
     unless: Callable[[CfgNode], bool]
     why: Text
