@@ -161,12 +161,14 @@ ignored('optim.clip_grad_norm_value', unless=lambda cfg: cfg.optim.clip_grad_nor
 def _shorter_than_warmup(cfg):
     o = cfg.optim
     if o.scheduler == 'cosine_with_warmup' and o.max_epoch <= o.num_warmup_epochs:
+        first = o.base_lr * 1e-6
+        last = o.base_lr * max(1e-6, (o.max_epoch - 1) / o.num_warmup_epochs)
         return (f'optim.max_epoch {o.max_epoch} <= optim.num_warmup_epochs '
                 f'{o.num_warmup_epochs}: the learning rate never leaves the linear '
-                f'warm-up (it reaches only {o.max_epoch - 1}/{o.num_warmup_epochs} '
-                f'of optim.base_lr {o.base_lr:g}, starting at {o.base_lr * 1e-6:.2g}). '
-                'For a short run set optim.num_warmup_epochs below optim.max_epoch '
-                f'(e.g. optim.num_warmup_epochs {max(0, o.max_epoch // 10)})')
+                f'warm-up; it goes from {first:.2g} to {last:.2g} and never reaches '
+                f'optim.base_lr {o.base_lr:g}. For a short run set '
+                'optim.num_warmup_epochs below optim.max_epoch (e.g. '
+                f'optim.num_warmup_epochs {o.max_epoch // 10})')
     return None
 
 

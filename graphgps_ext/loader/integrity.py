@@ -192,6 +192,9 @@ class RawFiles:
         def size(p):
             mb = os.path.getsize(p) / 2 ** 20
             return f'{mb:.2f} MB' if mb >= 0.01 else f'{os.path.getsize(p)} bytes'
+        if not self.files():  # generated data
+            return DataCorruptError(f'Dataset {self.dataset}: the generated data is '
+                                    f"unusable: {problem.rstrip('.')}. {self.how}")
         suspect = self.roles.get(attribute) if attribute else None
         lines = [f'Dataset {self.dataset}: the raw files give unusable data: '
                  f"{problem.rstrip('.')}."]

@@ -401,9 +401,11 @@ def synthetic(cfg) -> Source:
     name, ds_cfg = cfg.dataset.name, cfg.dataset
     seed, max_graphs = int(ds_cfg.generator_seed), int(ds_cfg.max_graphs)
     if name == 'TreeNeighbourMatch':
-        r = int(ds_cfg.tree_depth)
-        ds = TreeNeighbourMatch(cache_root(_dir(cfg)), r, ds_cfg.tree_variant,
-                                seed, max_graphs)
+        r, root = int(ds_cfg.tree_depth), cache_root(_dir(cfg))
+        files = RawFiles("'TreeNeighbourMatch' (synthetic)", [], [], root,
+                         how=f'Delete {osp.join(root, "processed")} and run again.')
+        ds = ProcessedCache(files, osp.join(root, 'processed')).load(
+            lambda: TreeNeighbourMatch(root, r, ds_cfg.tree_variant, seed, max_graphs))
         extra = dict(node_type_dims=[2 ** r + 1, 2 ** r + 1], tree_depth=r,
                      tree_variant=ds_cfg.tree_variant)
         return Source({'all': ds}, ds.split_idx, ds.processed_dir,

@@ -222,3 +222,19 @@ def test_main_exits_5_on_missing_data(tmp_path):
     assert 'Traceback' not in proc.stdout + proc.stderr
     assert proc.stderr.startswith("data error: Dataset 'NCI1' (PyG-TUDataset) is not available")
     assert 'NCI1.zip' in proc.stderr and 'put the files into' in proc.stderr
+
+
+def test_generated_data_cache_is_guarded_too(tmp_path, caplog):
+    cfg = make_cfg(tmp_path, **{'dataset.format': 'synthetic',
+                                'dataset.name': 'TreeNeighbourMatch',
+                                'dataset.max_graphs': 64})
+    first = load_dataset(cfg)
+    folder = os.path.join(str(tmp_path), 'synthetic', 'TreeNeighbourMatch', 'processed')
+    (split,) = [f for f in os.listdir(folder) if f.endswith('_split.pt')]
+    with open(os.path.join(folder, split), 'r+b') as f:  # a run killed mid-write
+        f.truncate(10)
+    with caplog.at_level(logging.WARNING, logger=LOGGER):
+        again = load_dataset(cfg)
+    assert f'processed file(s) {split} changed since they were written' in caplog.text
+    assert {k: len(v) for k, v in again.splits.items()} == \
+        {k: len(v) for k, v in first.splits.items()}
