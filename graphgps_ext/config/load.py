@@ -62,6 +62,9 @@ def resolve_accelerator(name: str) -> str:
                       "'auto', 'cpu', 'cuda', 'cuda:<index>'")
 
 
+_DEFAULTS: Optional[CfgNode] = None
+
+
 def default_cfg() -> CfgNode:
     """GraphGym's defaults plus this project's groups, nothing merged (a
     private copy; the reference for which keys a config sets)."""
@@ -75,8 +78,6 @@ def default_cfg() -> CfgNode:
         set_cfg(_DEFAULTS)
     return _DEFAULTS
 
-
-_DEFAULTS: Optional[CfgNode] = None
 
 
 def load_cfg(cfg_file: Optional[str] = None,
@@ -140,9 +141,6 @@ def _check_modules(cfg: CfgNode):
     from this config."""
     import torch_geometric.graphgym.register as gg
 
-    from graphgps_ext.config.posenc import PE_NAMES, node_encoder_parts
-    from graphgps_ext.loader.sources import check_dataset, spec_of
-    from graphgps_ext.network.model import parse_layer_type
     from graphgps_ext.train.loss import LOSSES
 
     networks = sorted(k for k, v in gg.network_dict.items()
@@ -153,26 +151,24 @@ def _check_modules(cfg: CfgNode):
         raise ConfigError(f"bad value {cfg.model.loss_fun!r} for 'model.loss_fun'; "
                           "valid values: 'auto', " + ', '.join(map(repr, LOSSES))
                           + did_you_mean(cfg.model.loss_fun, list(LOSSES)))
-    branches = _buildable(gg.layer_dict)
-    parts = str(cfg.gt.layer_type).split('+')
-    if len(parts) == 3:
-        for kind, name in zip(('local', 'global', 'external'), parts):
-            if name not in ('None', 'none', '') and name not in branches:
-                raise ConfigError(
-                    f"unknown {kind} branch '{name}' in gt.layer_type "
-                    f"'{cfg.gt.layer_type}'" + (did_you_mean(name, branches) or '.')
-                    + f" Valid: {', '.join(branches)} or None")
-    try:
-        names = parse_layer_type(cfg.gt.layer_type)
-    except ValueError as err:
-        raise ConfigError(str(err)) from None
     heads = ['default'] + _buildable(gg.head_dict)
     if cfg.gnn.head not in heads:
         raise _unknown_head(cfg.gnn.head, heads)
+    _check_encoders(cfg)
+    _check_dataset(cfg)
+    _check_branches(cfg)
+
+
+def _check_encoders(cfg: CfgNode):
+    """The names of ``dataset.node_encoder_name`` / ``edge_encoder_name``
+    (used with ``dataset.node_encoder`` / ``edge_encoder``)."""
+    import torch_geometric.graphgym.register as gg
+
+    from graphgps_ext.config.posenc import PE_NAMES, node_encoder_parts
     if cfg.dataset.node_encoder:
         try:
-            type_name, _ = node_encoder_parts(cfg)
-        except ValueError as err:
+            node_encoder_parts(cfg)
+        except ValueError as err:  # several type encoders
             raise ConfigError(str(err)) from None
         encoders = [n for n in _buildable(gg.node_encoder_dict) if n not in PE_NAMES]
         for part in str(cfg.dataset.node_encoder_name).split('+'):
@@ -186,24 +182,44 @@ def _check_modules(cfg: CfgNode):
         if name != 'default' and name not in encoders:
             raise _unknown('edge encoder', 'dataset.edge_encoder_name', name,
                            ['default'] + encoders)
+
+
+def _check_dataset(cfg: CfgNode):
+    """``dataset.format`` / ``dataset.name``, and the loss and metrics where
+    the task table knows the dataset's task before it is read."""
+    from graphgps_ext.loader.sources import check_dataset, spec_of
     try:
         check_dataset(cfg)
     except ValueError as err:
         raise ConfigError(str(err)) from None
     spec = spec_of(cfg)
-    if spec is not None:  # the dataset's task is known before reading it
+    if spec is not None:
         ds = cfg.dataset
         _check_task_fit(cfg, ds.name,
                         spec['task_type'] if ds.task_type == 'auto' else ds.task_type,
                         ds.num_outputs if ds.num_outputs > 0 else spec['num_outputs'])
-    _try_branches(cfg, names)
 
 
-def _try_branches(cfg: CfgNode, names):
-    """Build each branch of ``gt.layer_type`` once (a few milliseconds, on a
-    forked RNG): a branch's own argument checks then fail at start."""
-    import torch
+def _check_branches(cfg: CfgNode):
+    """The branches of ``gt.layer_type``: names this project can build, and
+    each built once (a few milliseconds, on a forked RNG) so that its own
+    argument checks fail at start."""
     import torch_geometric.graphgym.register as gg
+
+    from graphgps_ext.network.model import parse_layer_type
+    branches = _buildable(gg.layer_dict)
+    parts = str(cfg.gt.layer_type).split('+')
+    if len(parts) == 3:
+        for kind, name in zip(('local', 'global', 'external'), parts):
+            if name not in ('None', 'none', '') and name not in branches:
+                raise ConfigError(
+                    f"unknown {kind} branch '{name}' in gt.layer_type "
+                    f"'{cfg.gt.layer_type}'" + (did_you_mean(name, branches) or '.')
+                    + f" Valid: {', '.join(branches)} or None")
+    try:
+        names = parse_layer_type(cfg.gt.layer_type)
+    except ValueError as err:  # not three parts
+        raise ConfigError(str(err)) from None
     with torch.random.fork_rng(devices=[]):
         for name in names:
             if name is None:
