@@ -29,6 +29,7 @@ names, dataset names) live one level up, in :mod:`graphgps_ext.config.load`.
 """
 import difflib
 import math
+import os
 from dataclasses import dataclass
 from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Union
 
@@ -280,7 +281,6 @@ def read_yaml(path: str) -> dict:
     """The mapping of a YAML config file, read with a safe loader (no Python
     objects, no code). Raises :class:`ConfigError` for anything that is not a
     readable, non-empty YAML mapping with a ``.yaml`` / ``.yml`` name."""
-    import os
     if os.path.splitext(path)[1].lower() not in ('.yaml', '.yml'):
         raise ConfigError(
             f"config file '{path}' is not a YAML file: --cfg takes a .yaml or "
@@ -392,13 +392,11 @@ def merge_list(cfg: CfgNode, opts: Optional[Sequence[str]]) -> List[str]:
             raise ConfigError(f"unknown config key '{key}' on the command line"
                               + did_you_mean(key, keys, 3))
         value = opts[i + 1]
-        if isinstance(value, str):
+        if isinstance(value, str):  # as yacs reads it: a Python literal or text
             value = CfgNode._decode_cfg_value(value)
-        opts[i + 1] = coerce(key, value, get_key(cfg, key), COMMAND_LINE)
-    try:
-        cfg.merge_from_list(opts)
-    except (AssertionError, ValueError) as err:
-        raise ConfigError(f'command line: {err}') from None
+        *path, last = key.split('.')
+        node = get_key(cfg, '.'.join(path)) if path else cfg
+        node[last] = coerce(key, value, node[last], COMMAND_LINE)
     return [str(k) for k in opts[0::2]]
 
 
