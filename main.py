@@ -26,6 +26,7 @@ Exit codes:
     3    NaN/inf loss (resumable with a lower optim.base_lr)
     4    could not write results (disk full, read-only folder, permission;
          resumable once fixed)
+    5    data missing or corrupt (the file, folder and URL are named)
     6    a checkpoint was refused: unsafe (a pickle that could run code), or
          unreadable with no good previous checkpoint
     130  interrupted (Ctrl-C / SIGTERM; resumable)
@@ -37,9 +38,9 @@ import signal
 import sys
 from typing import Callable, List, Optional, Sequence, Tuple, Type
 
-#: Exit codes (see the module docstring; 5 is kept for data errors).
-EXIT_OK, EXIT_USAGE, EXIT_NAN, EXIT_WRITE, EXIT_CHECKPOINT, EXIT_INTERRUPT = (
-    0, 2, 3, 4, 6, 130)
+#: Exit codes (see the module docstring).
+(EXIT_OK, EXIT_USAGE, EXIT_NAN, EXIT_WRITE, EXIT_DATA, EXIT_CHECKPOINT,
+ EXIT_INTERRUPT) = (0, 2, 3, 4, 5, 6, 130)
 
 
 def _seed_list(text: str) -> List[int]:
@@ -126,12 +127,14 @@ def failures() -> List[Failure]:
     every failure main.py answers without a traceback; the first match
     wins. An empty message means the error was logged already."""
     from graphgps_ext.config import ConfigError
+    from graphgps_ext.loader.errors import DataError
     from graphgps_ext.run import StartRefused
     from graphgps_ext.train.checkpoint import CheckpointError, ResultsWriteError
     from graphgps_ext.train.loop import NonFiniteLossError
     return [
         (ConfigError, EXIT_USAGE, lambda e, cmd: f'config error: {e}'),
         (StartRefused, EXIT_USAGE, lambda e, cmd: f'error: {e}'),
+        (DataError, EXIT_DATA, lambda e, cmd: f'data error: {e}'),
         (NonFiniteLossError, EXIT_NAN, lambda e, cmd: ''),
         (ResultsWriteError, EXIT_WRITE, lambda e, cmd: (
             f'error: {e}. Free some space or make the folder writable (what '

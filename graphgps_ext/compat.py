@@ -44,8 +44,6 @@ import os
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
-import yaml
-
 from graphgps_ext.config import ConfigError, closest
 
 GRAPHGPS, GEAET, CSA = 'GraphGPS', 'GEAET', 'CSA'
@@ -1009,21 +1007,11 @@ def translate(raw: Dict[str, Any], source: Optional[str] = None,
     return _Translator(source, flatten(raw), path, ours, overrides).run()
 
 
-def read_yaml(path: str) -> Any:
-    """The parsed YAML file (plain data only; no Python objects)."""
-    with open(path) as f:
-        try:
-            return yaml.safe_load(f)
-        except yaml.YAMLError as err:
-            raise ConfigError(f'{path}: not valid YAML: {err}') from None
-
-
 def translate_file(path: str, ours: Optional[Dict[str, Any]] = None,
                    overrides: Sequence[str] = ()) -> Optional[Translation]:
     """The :class:`Translation` of a foreign config file, ``None`` for one of
     this project's configs (``ours``, ``overrides`` as in :func:`translate`)."""
-    if not path.endswith(('.yaml', '.yml')):
-        return None
+    from graphgps_ext.config import read_yaml
     raw = read_yaml(path)
     source = detect(raw)
     return None if source is None else translate(raw, source, path, ours, overrides)
@@ -1052,29 +1040,28 @@ def last_translation() -> Optional[Translation]:
 
 
 def merge_config_file(cfg, path: str, opts: Optional[Sequence[str]] = None
-                      ) -> Optional[Translation]:
+                      ) -> Tuple[Optional[Translation], List[str]]:
     """Merge the config file ``path`` into ``cfg``: a GraphGPS, GEAET or CSA
     config is translated first (its notes logged once per file and
-    process); this project's own configs go to
-    :func:`~graphgps_ext.config.merge_file` unchanged. ``opts``: the
+    process); this project's own configs are merged unchanged. ``opts``: the
     command line's ``KEY VALUE`` list (merged later by the caller; its keys
     settle the choices a translation cannot make). Returns the
-    :class:`Translation` or ``None``."""
+    :class:`Translation` (or ``None``) and the dotted keys the file sets."""
     global _last
-    from graphgps_ext.config import merge_file, merge_node
-    translation = translate_file(path, flatten(cfg), list(opts or [])[0::2])
+    from graphgps_ext.config import merge_data, read_yaml
+    raw = read_yaml(path)
+    source = detect(raw)
+    translation = None if source is None else translate(
+        raw, source, path, flatten(cfg), list(opts or [])[0::2])
     _last = translation
-    if translation is None:
-        merge_file(cfg, path)
-        return None
-    from yacs.config import CfgNode
-    merge_node(cfg, CfgNode(translation.config), path)
-    stamp = os.stat(path)
-    key = os.path.abspath(path)
-    if not _quiet[0] and _logged.get(key) != (stamp.st_mtime, stamp.st_size):
-        _logged[key] = (stamp.st_mtime, stamp.st_size)
-        log_translation(translation)
-    return translation
+    keys = merge_data(cfg, raw if translation is None else translation.config, path)
+    if translation is not None:
+        stamp = os.stat(path)
+        key = os.path.abspath(path)
+        if not _quiet[0] and _logged.get(key) != (stamp.st_mtime, stamp.st_size):
+            _logged[key] = (stamp.st_mtime, stamp.st_size)
+            log_translation(translation)
+    return translation, keys
 
 
 def log_translation(translation: Translation, emit: Optional[Callable] = None):

@@ -1,14 +1,39 @@
 """Configuration: GraphGym's ``cfg`` extended with this project's groups.
 
 Each group lives in its own module of this package and is registered
-explicitly in :mod:`graphgps_ext.register`.  A group module may declare the
-allowed values of its enumerated keys with :func:`choices`; :func:`load_cfg`
-then rejects an unknown key or a bad value with a message naming the closest
-valid ones.
+explicitly in :mod:`graphgps_ext.register`.  A group module declares its keys
+(the group function) and their checks, which :func:`load_cfg
+<graphgps_ext.config.load.load_cfg>` runs at start, before any data is read:
+
+- :func:`choices`: the allowed values of an enumerated key (a bad value gets
+  the closest valid ones, compared case-insensitively);
+- :func:`probability`, :func:`positive`, :func:`non_negative`,
+  :func:`bounded`: the range of a numeric key;
+- :func:`rule`: a check across keys (e.g. heads must divide the width);
+- :func:`ignored`: a key that another key makes ineffective (e.g.
+  ``gea.num_slots`` under ``gea.parity_slots_eq_head_dim``): setting it to a
+  value the run would not use is an error, or, for keys of an alternative
+  that is not selected (another branch, another scheduler) set in a file, a
+  warning in the run's log;
+- :func:`unused`: a GraphGym key this project does not read (setting it is
+  an error that names the key to use instead);
+- :func:`advice`: a warning for a config that runs but probably not as meant
+  (e.g. a run shorter than its learning-rate warm-up);
+- :func:`volatile`, :func:`resumable`: keys outside the run fingerprint, and
+  keys a resumed run may change (:mod:`graphgps_ext.identity`).
+
+A key counts as *set* when the config file or the command line gives it a
+value other than its default (so a resolved ``config.yaml`` reloads as it
+ran). Checks that need the registries (model, branch, head and encoder
+names, dataset names) live one level up, in :mod:`graphgps_ext.config.load`.
 """
 import difflib
-from typing import Dict, Iterable, List, Optional, Sequence
+import math
+import os
+from dataclasses import dataclass
+from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Union
 
+import yaml
 from yacs.config import CfgNode
 
 _CHOICES: Dict[str, List] = {}
@@ -18,10 +43,23 @@ _VOLATILE: List[str] = []
 # Keys that a resumed run may change (optimiser hyper-parameters): they take
 # effect from the next epoch instead of being refused.
 _RESUMABLE: List[str] = []
+# (key, test(value) -> bool, requirement) of numeric keys.
+_BOUNDS: List[tuple] = []
+# Checks across keys: fn(cfg) -> error message or None.
+_RULES: List[Callable[[CfgNode], Optional[str]]] = []
+# Advice: fn(cfg) -> warning or None.
+_ADVICE: List[Callable[[CfgNode], Optional[str]]] = []
+_IGNORED: List['Ignored'] = []
+# GraphGym keys this project does not read -> what to use instead ('' = none).
+_UNUSED: Dict[str, str] = {}
+
+COMMAND_LINE = 'on the command line'
+Text = Union[str, Callable[[CfgNode], str]]
 
 
 class ConfigError(ValueError):
-    """An unknown key or an invalid value in a config file or override."""
+    """An invalid config: an unreadable file, an unknown key, a bad value, or
+    keys that contradict each other (``main.py`` exit code 2)."""
 
 
 def choices(key: str, values: Iterable):
@@ -41,6 +79,90 @@ def resumable(*keys: str):
     from the next epoch); changing any other fingerprinted key on resume is
     refused."""
     _RESUMABLE.extend(keys)
+
+
+def bounded(key: str, test: Callable[[Any], bool], requirement: str):
+    """Declare that the numeric ``key`` must pass ``test`` (described by
+    ``requirement``, e.g. ``'-1 or >= 1'``)."""
+    _BOUNDS.append((key, test, requirement))
+
+
+def probability(*keys: str):
+    """Declare keys that are probabilities in [0, 1) (dropout rates)."""
+    for key in keys:
+        bounded(key, lambda v: 0 <= v < 1, 'a probability in [0, 1)')
+
+
+def positive(*keys: str):
+    """Declare counts and sizes that must be positive (>= 1 for integers)."""
+    for key in keys:
+        bounded(key, lambda v: v > 0, 'positive')
+
+
+def non_negative(*keys: str):
+    """Declare keys that must be >= 0."""
+    for key in keys:
+        bounded(key, lambda v: v >= 0, '>= 0')
+
+
+def rule(fn: Callable[[CfgNode], Optional[str]]):
+    """Declare a check across keys: ``fn(cfg)`` returns an error message
+    (naming the keys and what to change) or ``None``. Runs after every
+    single-key check passed."""
+    _RULES.append(fn)
+    return fn
+
+
+def advice(fn: Callable[[CfgNode], Optional[str]]):
+    """Declare a warning: ``fn(cfg)`` returns a message (naming the keys and
+    what to change) for a config that runs but probably not as intended, or
+    ``None``. Logged at the start of the run."""
+    _ADVICE.append(fn)
+    return fn
+
+
+@dataclass
+class Ignored:
+    """A declaration of :func:`ignored`."""
+    keys: Sequence[str]
+    unless: Callable[[CfgNode], bool]
+    why: Text
+    fix: Text
+    used: Optional[Callable[[CfgNode], Any]]
+    in_file: str
+
+
+def ignored(*keys: str, unless: Callable[[CfgNode], bool], why: Text,
+            fix: Text = '', used: Optional[Callable[[CfgNode], Any]] = None,
+            in_file: str = 'error'):
+    """Declare ``keys`` (dotted, or ``group.*``) that have no effect unless
+    ``unless(cfg)``.
+
+    ``why`` (text or ``fn(cfg) -> text``) names the key that makes them
+    ineffective; ``fix`` says how to make them effective instead of removing
+    them. ``used(cfg)``: the value the run uses instead (default: the key's
+    default). A key set to another value is an
+    error; with ``in_file='warn'`` (keys of an alternative that is not
+    selected, e.g. the options of a branch that is not in ``gt.layer_type``)
+    a config file that sets it only gets a warning, so that one file serves
+    its ablations. Keys already reported by an earlier declaration are
+    skipped (declare a whole group before its single keys).
+    """
+    if in_file not in ('error', 'warn'):
+        raise ValueError(f"in_file must be 'error' or 'warn', got {in_file!r}")
+    _IGNORED.append(Ignored(keys, unless, why, fix, used, in_file))
+
+
+def unused(*keys: str, instead: str = ''):
+    """Declare GraphGym keys that this project does not read; setting one is
+    an error that points to ``instead`` (the key to use)."""
+    for key in keys:
+        _UNUSED[key] = instead
+
+
+def has_branch(cfg: CfgNode, *names: str) -> bool:
+    """Whether ``gt.layer_type`` has one of the branches ``names``."""
+    return bool(set(str(cfg.gt.layer_type).split('+')) & set(names))
 
 
 def key_matches(key: str, patterns: Iterable[str]) -> bool:
@@ -70,13 +192,56 @@ def _all_keys(node: CfgNode, prefix: str = '') -> List[str]:
     return out
 
 
+def leaf_keys(node: Union[CfgNode, dict], prefix: str = '') -> List[str]:
+    """The dotted keys of the values (not the groups) of ``node``."""
+    out = []
+    for k, v in node.items():
+        if isinstance(v, dict):
+            out.extend(leaf_keys(v, f'{prefix}{k}.'))
+        else:
+            out.append(f'{prefix}{k}')
+    return out
+
+
+_MISSING, _RAISE = object(), object()
+
+
+def get_key(cfg: CfgNode, key: str, default=_RAISE):
+    """The value of dotted ``key`` (``default`` when absent; ``KeyError``
+    without a default)."""
+    node = cfg
+    for part in key.split('.'):
+        if not isinstance(node, dict) or part not in node:
+            if default is _RAISE:
+                raise KeyError(key)
+            return default
+        node = node[part]
+    return node
+
+
 def closest(word: str, candidates: Sequence[str], n: int = 3) -> List[str]:
-    """The ``n`` closest strings to ``word`` (difflib ratio), best first."""
-    found = difflib.get_close_matches(word, list(candidates), n=n, cutoff=0.5)
-    if not found:  # fall back on the last dotted component
-        tail = word.split('.')[-1]
-        found = [c for c in candidates if c.split('.')[-1] == tail][:n]
+    """The ``n`` closest strings to ``word`` (difflib ratio, ignoring case),
+    best first; else those it begins, else those with its last dotted
+    component."""
+    lower: Dict[str, str] = {}
+    for c in candidates:
+        lower.setdefault(str(c).lower(), str(c))
+    found = difflib.get_close_matches(str(word).lower(), list(lower), n=n,
+                                      cutoff=0.5)
+    found = [lower[f] for f in found]
+    if not found:  # a prefix ('f1' -> 'f1_macro')
+        found = [c for lc, c in lower.items() if lc.startswith(str(word).lower())][:n]
+    if not found:  # the last dotted component
+        tail = str(word).split('.')[-1].lower()
+        found = [c for c in candidates if str(c).split('.')[-1].lower() == tail][:n]
     return found
+
+
+def did_you_mean(word: str, candidates: Sequence[str], n: int = 1) -> str:
+    """``"; did you mean 'x'?"`` (or ``''``) for ``word`` among ``candidates``."""
+    hint = closest(word, candidates, n)
+    return ('; did you mean ' + ' or '.join(f"'{h}'" for h in hint) + '?'
+            if hint else '')
 
 
 def _check_keys(cfg: CfgNode, other: CfgNode, source: str, prefix: str = ''):
@@ -84,73 +249,275 @@ def _check_keys(cfg: CfgNode, other: CfgNode, source: str, prefix: str = ''):
     for k, v in other.items():
         full = f'{prefix}{k}'
         if k not in cfg:
-            hint = closest(full, keys)
-            msg = f"unknown config key '{full}' in {source}"
-            if hint:
-                msg += '; did you mean ' + ' or '.join(f"'{h}'" for h in hint) + '?'
-            raise ConfigError(msg)
+            raise ConfigError(f"unknown config key '{full}' in {source}"
+                              + did_you_mean(full, keys, 3))
         if isinstance(v, CfgNode) and isinstance(cfg[k], CfgNode):
             _check_keys(cfg[k], v, source, full + '.')
 
 
-def check_values(cfg: CfgNode):
-    """Raise :class:`ConfigError` for a value outside its declared choices."""
+def _choice_errors(cfg: CfgNode) -> List[str]:
+    errors = []
     for key, allowed in _CHOICES.items():
-        node = cfg
-        parts = key.split('.')
-        for p in parts[:-1]:
-            node = node.get(p) if isinstance(node, CfgNode) else None
-            if node is None:
-                break
-        if not isinstance(node, CfgNode) or parts[-1] not in node:
+        value = get_key(cfg, key, _MISSING)
+        if value is _MISSING:
             continue
-        value = node[parts[-1]]
         values = value if isinstance(value, (list, tuple)) else [value]
         for v in values:
             if v not in allowed:
-                hint = closest(str(v), [str(a) for a in allowed])
-                msg = (f"bad value {v!r} for '{key}'; valid values: "
-                       + ', '.join(repr(a) for a in allowed))
-                if hint:
-                    msg += f"; did you mean {hint[0]!r}?"
-                raise ConfigError(msg)
+                errors.append(f"bad value {v!r} for '{key}'; valid values: "
+                              + ', '.join(repr(a) for a in allowed)
+                              + did_you_mean(str(v), [str(a) for a in allowed]))
+    return errors
 
 
-def merge_file(cfg: CfgNode, path: str):
-    """Merge a YAML file into ``cfg``, rejecting unknown keys clearly."""
-    with open(path) as f:
-        other = cfg.load_cfg(f)
+def check_values(cfg: CfgNode):
+    """Raise :class:`ConfigError` for a value outside its declared choices."""
+    errors = _choice_errors(cfg)
+    if errors:
+        raise ConfigError(errors[0])
+
+
+def read_yaml(path: str) -> dict:
+    """The mapping of a YAML config file, read with a safe loader (no Python
+    objects, no code). Raises :class:`ConfigError` for anything that is not a
+    readable, non-empty YAML mapping with a ``.yaml`` / ``.yml`` name."""
+    if os.path.splitext(path)[1].lower() not in ('.yaml', '.yml'):
+        raise ConfigError(
+            f"config file '{path}' is not a YAML file: --cfg takes a .yaml or "
+            '.yml file (Python config files are not supported, so that '
+            'loading a config never runs code)')
+    if os.path.isdir(path):
+        raise ConfigError(f"config file '{path}' is a directory, not a YAML file")
+    if not os.path.isfile(path):
+        raise ConfigError(f"config file '{path}' does not exist")
+    loader = getattr(yaml, 'CSafeLoader', yaml.SafeLoader)
+    try:
+        with open(path, encoding='utf-8') as f:
+            data = yaml.load(f, Loader=loader)
+    except UnicodeDecodeError as err:
+        raise ConfigError(f"config file '{path}' is not UTF-8 text ({err.reason} "
+                          f'at byte {err.start})') from None
+    except yaml.YAMLError as err:
+        where = getattr(err, 'problem_mark', None)
+        at = f' (line {where.line + 1}, column {where.column + 1})' if where else ''
+        what = getattr(err, 'problem', None) or str(err).splitlines()[0]
+        raise ConfigError(f"config file '{path}' is not valid YAML{at}: {what}"
+                          ) from None
+    except OSError as err:
+        raise ConfigError(f"config file '{path}' cannot be read: "
+                          f'{err.strerror or err}') from None
+    if data is None or data == {}:
+        raise ConfigError(
+            f"config file '{path}' is empty: it sets no keys, so the run would "
+            'silently use the package defaults. Start from a shipped config '
+            '(e.g. configs/quickstart.yaml) or write the keys you mean')
+    if not isinstance(data, dict):
+        raise ConfigError(
+            f"config file '{path}' must be a mapping of config groups to keys "
+            f"(e.g. 'optim:' then '  base_lr: 0.001'), not a "
+            f'{type(data).__name__}')
+    return data
+
+
+def _type_name(value) -> str:
+    return {bool: 'a boolean (True/False)', int: 'an integer', float: 'a number',
+            str: 'a string', list: 'a list', tuple: 'a list'}.get(
+                type(value), type(value).__name__)
+
+
+def coerce(key: str, value, default, where: str):
+    """``value`` for the key whose default is ``default``: an integer where a
+    float is expected becomes a float, a tuple a list (and back); any other
+    type change raises :class:`ConfigError` naming the expected type."""
+    if default is None:
+        return value
+    if type(value) is type(default):
+        return value
+    if isinstance(default, float) and isinstance(value, int) \
+            and not isinstance(value, bool):
+        return float(value)
+    if isinstance(default, (list, tuple)) and isinstance(value, (list, tuple)):
+        return type(default)(value)
+    if isinstance(default, CfgNode):
+        raise ConfigError(f"'{key}' ({where}) is a group of keys, not a value: "
+                          f"write '{key}:' followed by indented keys, or set "
+                          f"'{key}.<name>'")
+    raise ConfigError(f"bad value {value!r} for '{key}' ({where}): expected "
+                      f'{_type_name(default)} like {default!r}, got '
+                      f'{_type_name(value)}')
+
+
+def _coerce_tree(cfg: CfgNode, data: dict, where: str, prefix: str = '') -> dict:
+    out = {}
+    for k, v in data.items():
+        full = f'{prefix}{k}'
+        if k not in cfg:
+            out[k] = v  # reported as an unknown key
+        elif isinstance(cfg[k], CfgNode) and isinstance(v, dict):
+            out[k] = _coerce_tree(cfg[k], v, where, full + '.')
+        elif isinstance(cfg[k], CfgNode) and v is None:
+            out[k] = {}  # an empty group
+        else:
+            out[k] = coerce(full, v, cfg[k], where)
+    return out
+
+
+def merge_file(cfg: CfgNode, path: str) -> List[str]:
+    """Merge a YAML file into ``cfg`` (:func:`read_yaml`), rejecting unknown
+    keys clearly; returns the dotted keys the file sets."""
+    return merge_data(cfg, read_yaml(path), path)
+
+
+def merge_data(cfg: CfgNode, data: dict, path: str) -> List[str]:
+    """Merge the parsed contents ``data`` of the config file ``path`` (e.g. a
+    translated GraphGPS config, :mod:`graphgps_ext.compat`) into ``cfg``,
+    rejecting unknown keys clearly; returns the dotted keys it sets."""
+    data = _coerce_tree(cfg, data, f'in {path}')
+    try:
+        other = CfgNode(data)
+    except (AssertionError, TypeError, ValueError) as err:  # e.g. a date value
+        raise ConfigError(f'{path}: {err}') from None
     _check_keys(cfg, other, path)
     try:
         cfg.merge_from_other_cfg(other)
     except ValueError as err:  # yacs type mismatch
         raise ConfigError(f'{path}: {err}') from None
+    return leaf_keys(data)
 
 
-def merge_list(cfg: CfgNode, opts: Optional[Sequence[str]]):
-    """Merge ``KEY VALUE`` overrides, rejecting unknown keys clearly."""
+def merge_list(cfg: CfgNode, opts: Optional[Sequence[str]]) -> List[str]:
+    """Merge ``KEY VALUE`` overrides, rejecting unknown keys clearly; returns
+    the keys."""
     opts = list(opts or [])
     if len(opts) % 2:
         raise ConfigError(f'overrides must come in KEY VALUE pairs, got {opts}')
     keys = _all_keys(cfg)
-    for key in opts[0::2]:
+    for i in range(0, len(opts), 2):
+        key = opts[i]
         if key not in keys:
-            hint = closest(key, keys)
-            msg = f"unknown config key '{key}' on the command line"
-            if hint:
-                msg += '; did you mean ' + ' or '.join(f"'{h}'" for h in hint) + '?'
-            raise ConfigError(msg)
-    try:
-        cfg.merge_from_list(opts)
-    except ValueError as err:
-        raise ConfigError(f'command line: {err}') from None
+            raise ConfigError(f"unknown config key '{key}' on the command line"
+                              + did_you_mean(key, keys, 3))
+        value = opts[i + 1]
+        if isinstance(value, str):  # as yacs reads it: a Python literal or text
+            value = CfgNode._decode_cfg_value(value)
+        *path, last = key.split('.')
+        node = get_key(cfg, '.'.join(path)) if path else cfg
+        node[last] = coerce(key, value, node[last], COMMAND_LINE)
+    return [str(k) for k in opts[0::2]]
 
 
-def merge_node(cfg: CfgNode, other: CfgNode, source: str):
-    """Merge an already parsed config node (e.g. a translated GraphGPS config,
-    :mod:`graphgps_ext.compat`), rejecting unknown keys clearly."""
-    _check_keys(cfg, other, source)
-    try:
-        cfg.merge_from_other_cfg(other)
-    except ValueError as err:  # yacs type mismatch
-        raise ConfigError(f'{source}: {err}') from None
+# ------------------------------------------------------------- validation --
+def _expand(cfg: CfgNode, pattern: str) -> List[str]:
+    if pattern.endswith('.*'):
+        node = get_key(cfg, pattern[:-2], None)
+        return leaf_keys(node, pattern[:-1]) if isinstance(node, dict) else []
+    return [pattern] if get_key(cfg, pattern, _MISSING) is not _MISSING else []
+
+
+def _text(text: Text, cfg: CfgNode) -> str:
+    return text(cfg) if callable(text) else text
+
+
+def _same(a, b) -> bool:
+    if isinstance(a, float) or isinstance(b, float):
+        try:
+            return math.isclose(float(a), float(b))
+        except (TypeError, ValueError):
+            return False
+    if isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)):
+        return list(a) == list(b)
+    return a == b
+
+
+def set_keys(cfg: CfgNode, defaults: CfgNode,
+             sources: Dict[str, str]) -> Dict[str, str]:
+    """``{key: source}`` of the keys of ``sources`` (dotted key -> ``'on the
+    command line'`` or ``'in <file>'``) whose value differs from the
+    default."""
+    return {k: src for k, src in sources.items()
+            if not _same(get_key(cfg, k, None), get_key(defaults, k, None))}
+
+
+def _ineffective(cfg: CfgNode, defaults: CfgNode):
+    """``(key, value, rule, used)`` of every key that differs from the value
+    the run uses while a declaration makes it ineffective."""
+    seen = set()
+    for dec in _IGNORED:
+        keys = [k for p in dec.keys for k in _expand(cfg, p) if k not in seen]
+        try:
+            if not keys or dec.unless(cfg):
+                continue
+        except (AttributeError, KeyError):  # a config without the groups it reads
+            continue
+        for key in keys:
+            value = get_key(cfg, key)
+            used = dec.used(cfg) if dec.used else get_key(defaults, key, None)
+            if _same(value, used):
+                continue
+            seen.add(key)
+            yield key, value, dec, used
+
+
+def _ineffective_message(key, value, dec, used, cfg, where='') -> str:
+    msg = f"'{key}' = {value!r}{where} has no effect: {_text(dec.why, cfg)}"
+    if dec.used is not None:
+        msg += f' (the run uses {used!r})'
+    fix = _text(dec.fix, cfg)
+    return msg + f"; remove '{key}'" + (f' or {fix}' if fix else '')
+
+
+def validate(cfg: CfgNode, defaults: CfgNode, sources: Dict[str, str]):
+    """Run every declared check on ``cfg``; raise one :class:`ConfigError`
+    listing all problems.
+
+    ``defaults``: the config with nothing merged; ``sources``: dotted key ->
+    where it was given (``'on the command line'``, ``'in <file>'``) for the
+    keys of the file and of the command line.
+    """
+    given = set_keys(cfg, defaults, sources)
+
+    def where(key):
+        return f' ({given[key]})' if key in given else (
+            f' ({sources[key]})' if key in sources else '')
+
+    errors = _choice_errors(cfg)
+    for key, test, requirement in _BOUNDS:
+        value = get_key(cfg, key, None)
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            continue
+        if not test(value) or (isinstance(value, float) and math.isnan(value)):
+            req = '>= 1' if requirement == 'positive' and isinstance(value, int) \
+                else requirement
+            errors.append(f"bad value {value!r} for '{key}'{where(key)}: must be "
+                          f'{req}')
+    for key, instead in _UNUSED.items():
+        if key in given:
+            errors.append(
+                f"'{key}'{where(key)} is a GraphGym key that graphgps_ext does not "
+                'read, so it would change nothing; '
+                + (f"use '{instead}' instead" if instead else 'remove it'))
+    if not errors:
+        errors += [m for m in (fn(cfg) for fn in _RULES) if m]
+    if not errors:
+        for key, value, dec, used in _ineffective(cfg, defaults):
+            if key in given and (dec.in_file == 'error'
+                                 or given[key] == COMMAND_LINE):
+                errors.append(_ineffective_message(key, value, dec, used, cfg,
+                                                   where(key)))
+    if len(errors) == 1:
+        raise ConfigError(errors[0])
+    if errors:
+        raise ConfigError(f'{len(errors)} problems:\n'
+                          + '\n'.join(f'  - {e}' for e in errors))
+
+
+def config_warnings(cfg: CfgNode, defaults: CfgNode) -> List[str]:
+    """Warnings for a validated ``cfg``: keys of an unselected alternative
+    that a config file sets (:func:`ignored` with ``in_file='warn'``) and
+    the declared :func:`advice`."""
+    out = []
+    for key, value, dec, used in _ineffective(cfg, defaults):
+        if dec.in_file == 'warn' and not _same(value, get_key(defaults, key, None)):
+            out.append(_ineffective_message(key, value, dec, used, cfg))
+    out += [m for m in (fn(cfg) for fn in _ADVICE) if m]
+    return out

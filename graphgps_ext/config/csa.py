@@ -5,7 +5,7 @@ Heads and the attention-dropout rate come from ``gt.n_heads`` and
 ``gt.attn_dropout``; the dense pair features ``E^(0)`` come from the pair
 encoder (group ``pairenc``).
 """
-from graphgps_ext.config import choices
+from graphgps_ext.config import choices, has_branch, ignored, non_negative
 
 
 def csa_cfg(cfg):
@@ -37,3 +37,12 @@ def csa_cfg(cfg):
 
 
 choices('csa.attn_dropout_mode', ['connection', 'node', 'channel'])
+non_negative('csa.chunk_elems')
+ignored('csa.*', unless=lambda cfg: has_branch(cfg, 'CSA'),
+        why=lambda cfg: f"gt.layer_type '{cfg.gt.layer_type}' has no CSA branch",
+        in_file='warn')
+ignored('csa.parity_edge_bias', unless=lambda cfg: cfg.csa.share_edge_params,
+        why='the bias belongs to the shared edge maps and '
+            'csa.share_edge_params is False', fix='set csa.share_edge_params True')
+ignored('csa.attn_dropout_mode', unless=lambda cfg: cfg.gt.attn_dropout > 0,
+        why='gt.attn_dropout is 0 (no attention dropout)', in_file='warn')

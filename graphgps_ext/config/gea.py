@@ -4,7 +4,8 @@ Defaults follow the GEAET paper (eq. 2-5). The ``parity_*`` switches reproduce
 the authors' public code where it differs from the paper (SPEC §1.1); they are
 off by default.
 """
-from graphgps_ext.config import choices
+from graphgps_ext.config import (choices, has_branch, ignored, positive,
+                                 rule)
 
 
 def gea_cfg(cfg):
@@ -44,3 +45,43 @@ def gea_cfg(cfg):
 
 choices('gea.shared_width', ['full', 'head'])
 choices('gea.edge_norm', ['batch', 'layer', 'none'])
+positive('gea.n_heads', 'gea.num_slots')
+
+
+def _gea(cfg) -> bool:
+    return has_branch(cfg, 'GEANet')
+
+
+@rule
+def _heads_divide_width(cfg):
+    d, heads = cfg.gt.dim_hidden, cfg.gea.n_heads
+    if _gea(cfg) and d % heads:
+        return (f'gea.n_heads {heads} does not divide gt.dim_hidden {d}: GEANet '
+                'splits the width into gea.n_heads heads; use gea.n_heads in '
+                f'{[k for k in range(1, d + 1) if d % k == 0]}')
+    return None
+
+
+@rule
+def _some_unit(cfg):
+    if _gea(cfg) and not (cfg.gea.node_unit or cfg.gea.edge_unit):
+        return ('gea.node_unit and gea.edge_unit are both False: GEANet would '
+                "do nothing; set one of them True, or use 'None' as the "
+                "external branch of gt.layer_type (GEAET Table 4, row 'none')")
+    return None
+
+
+ignored('gea.*', unless=_gea,
+        why=lambda cfg: f"gt.layer_type '{cfg.gt.layer_type}' has no GEANet "
+                        'branch', in_file='warn')
+ignored('gea.num_slots', unless=lambda cfg: not cfg.gea.parity_slots_eq_head_dim,
+        used=lambda cfg: cfg.gt.dim_hidden // cfg.gea.n_heads,
+        why='gea.parity_slots_eq_head_dim is True, so S = gt.dim_hidden / '
+            'gea.n_heads', fix='set gea.parity_slots_eq_head_dim False')
+ignored('gea.shared_width', unless=lambda cfg: cfg.gea.shared_unit,
+        why='gea.shared_unit is False (no shared unit)',
+        fix='set gea.shared_unit True')
+ignored('gea.edge_norm', 'gea.parity_strided_edge_heads',
+        'gea.parity_edge_no_skip', unless=lambda cfg: cfg.gea.edge_unit,
+        why='gea.edge_unit is False (GEANet leaves the edge stream alone)',
+        fix='set gea.edge_unit True')

@@ -3,6 +3,7 @@ Bresson (:class:`graphgps_ext.layer.gt.GT`).
 
 Heads, attention dropout, norm, residual and dropout come from ``gt.*``.
 """
+from graphgps_ext.config import has_branch, ignored
 
 
 def gtlayer_cfg(cfg):
@@ -20,3 +21,14 @@ def gtlayer_cfg(cfg):
     # Parity (with parity_clamp_exp, node layer): divide without the 1e-6,
     # as the authors' node layer (a node with no neighbour gives NaN).
     cfg.gtlayer.parity_no_eps = False
+
+
+ignored('gtlayer.*', unless=lambda cfg: has_branch(cfg, 'GT'),
+        why=lambda cfg: f"gt.layer_type '{cfg.gt.layer_type}' has no GT branch",
+        in_file='warn')
+ignored('gtlayer.parity_no_eps',
+        unless=lambda cfg: (cfg.gtlayer.parity_clamp_exp
+                            and not cfg.gtlayer.edge_features),
+        why='it applies to the node layer with gtlayer.parity_clamp_exp True '
+            'and gtlayer.edge_features False',
+        fix='set gtlayer.parity_clamp_exp True (node layer)')

@@ -13,7 +13,7 @@ always has three Linear layers of halving width; its exact equivalent is
 ``head.layers: 3, head.width: halving`` (``halving`` is what ``auto`` picks
 for the graph heads).
 """
-from graphgps_ext.config import choices
+from graphgps_ext.config import bounded, choices, ignored, positive, probability
 
 
 def head_cfg(cfg):
@@ -64,3 +64,13 @@ choices('head.act', ['relu', 'gelu', 'elu', 'leaky_relu', 'silu', 'tanh'])
 choices('head.link_score', ['dot', 'cosine'])
 choices('head.link_train', ['sampled', 'labeled', 'all', 'query_ce'])
 choices('head.link_ties', ['optimistic', 'pessimistic'])
+probability('head.dropout')
+bounded('head.layers', lambda v: v == -1 or v >= 1,
+        '-1 (= gnn.layers_post_mp) or >= 1')
+positive('head.link_num_neg')
+ignored('gnn.layers_post_mp', unless=lambda cfg: cfg.head.layers == -1,
+        why=lambda cfg: f'head.layers is {cfg.head.layers} (gnn.layers_post_mp '
+                        'counts the head layers only when head.layers is -1)')
+ignored('model.graph_pooling', unless=lambda cfg: cfg.head.pool == 'default',
+        why=lambda cfg: f"head.pool is '{cfg.head.pool}' (model.graph_pooling is "
+                        "the pooling only when head.pool is 'default')")

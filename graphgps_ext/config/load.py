@@ -2,21 +2,28 @@
 
 :func:`load_cfg` registers every module (:func:`graphgps_ext.register.register_all`),
 resets GraphGym's global ``cfg`` to its defaults plus this project's groups
-(``set_cfg``), merges a YAML file and ``KEY VALUE`` overrides (unknown keys
-and bad values raise :class:`~graphgps_ext.config.ConfigError` naming the
-closest valid ones), resolves ``accelerator`` and ``run_name`` and keeps
-``gnn.dim_inner`` equal to ``gt.dim_hidden``. :func:`finalize_cfg` fills in
-what depends on the dataset (``metric_best: auto``, ``metric_agg``,
-``model.loss_fun: auto``) once its :class:`TaskInfo` is known.
+(``set_cfg``), merges a YAML file (read with a safe loader; ``.yaml`` /
+``.yml`` only) and ``KEY VALUE`` overrides, runs every check the groups
+declare (:func:`graphgps_ext.config.validate`) and those that need the
+registries (model, branch, head, encoder, loss and dataset names; each
+branch of ``gt.layer_type`` is built once), resolves ``accelerator`` and
+``run_name`` and keeps ``gnn.dim_inner`` equal to ``gt.dim_hidden``. Every
+problem raises :class:`~graphgps_ext.config.ConfigError` (``main.py`` exit
+code 2) naming the key and what to change, before any data is read.
+:func:`finalize_cfg` fills in what depends on the dataset (``metric_best:
+auto``, ``metric_agg``, ``model.loss_fun: auto``) once its
+:class:`TaskInfo` is known, and logs the config's warnings.
 """
 import os
-from typing import Optional, Sequence, Tuple
+from typing import List, Optional, Sequence, Tuple
 
 import torch
 from yacs.config import CfgNode
 
 from graphgps_ext.compat import merge_config_file
-from graphgps_ext.config import ConfigError, check_values, merge_list
+from graphgps_ext.config import (COMMAND_LINE, ConfigError, closest,
+                                 config_warnings, did_you_mean,
+                                 merge_list, validate)
 
 
 def config_name(path: str) -> str:
@@ -56,68 +63,237 @@ def resolve_accelerator(name: str) -> str:
                       "'auto', 'cpu', 'cuda', 'cuda:<index>'")
 
 
+_DEFAULTS: Optional[CfgNode] = None
+
+
+def default_cfg() -> CfgNode:
+    """GraphGym's defaults plus this project's groups, nothing merged (a
+    private copy; the reference for which keys a config sets)."""
+    global _DEFAULTS
+    if _DEFAULTS is None:
+        from torch_geometric.graphgym.config import set_cfg
+
+        from graphgps_ext.register import register_all
+        register_all()
+        _DEFAULTS = CfgNode()
+        set_cfg(_DEFAULTS)
+    return _DEFAULTS
+
+
+
 def load_cfg(cfg_file: Optional[str] = None,
              opts: Optional[Sequence[str]] = None) -> CfgNode:
-    """GraphGym's global ``cfg`` reset to defaults, with ``cfg_file`` and
-    ``opts`` merged and validated. Raises :class:`ConfigError`."""
+    """GraphGym's global ``cfg`` reset to defaults, with the YAML file
+    ``cfg_file`` and ``opts`` merged and validated: every check declared by
+    the config groups (:mod:`graphgps_ext.config`) and the names of
+    registered modules and datasets. Raises :class:`ConfigError` listing the
+    problems, before any data is read."""
     from torch_geometric.graphgym.config import cfg, set_cfg
 
     from graphgps_ext.register import register_all
 
     register_all()
     set_cfg(cfg)
+    sources = {}
     if cfg_file is not None:
-        if not os.path.isfile(cfg_file):
-            raise ConfigError(f"config file '{cfg_file}' does not exist")
-        merge_config_file(cfg, cfg_file, opts)  # GraphGPS/GEAET/CSA: translated
-    merge_list(cfg, opts)
-    check_values(cfg)
+        _, keys = merge_config_file(cfg, cfg_file, opts)  # foreign: translated
+        sources.update((k, f'in {cfg_file}') for k in keys)
+    sources.update((k, COMMAND_LINE) for k in merge_list(cfg, opts))
+    validate(cfg, default_cfg(), sources)
     cfg.accelerator = resolve_accelerator(cfg.accelerator)
     if not cfg.run_name:
         cfg.run_name = config_name(cfg_file) if cfg_file else 'default'
     if '/' in cfg.run_name or cfg.run_name in ('.', '..'):
         raise ConfigError(f"run_name '{cfg.run_name}' must be a plain folder name")
-    if cfg.train.eval_period < 1:
-        raise ConfigError('train.eval_period must be >= 1')
     cfg.gnn.dim_inner = cfg.gt.dim_hidden
     cfg.cfg_dest = 'config.yaml'
     _check_modules(cfg)
     return cfg
 
 
+def _buildable(table: dict, method: str = 'from_cfg') -> List[str]:
+    """Names in a GraphGym registry whose class this project can build
+    (GraphGym's own built-ins have no ``from_cfg``)."""
+    return sorted(k for k, v in table.items() if hasattr(v, method))
+
+
+def _unknown(what: str, key: str, name: str, valid: Sequence[str]) -> ConfigError:
+    return ConfigError(f"unknown {what} '{name}' ({key})" + (did_you_mean(name, valid) or '.')
+                       + f" Valid: {', '.join(valid)}")
+
+
+def _unknown_head(name: str, valid: Sequence[str]) -> ConfigError:
+    """GraphGym's built-in head names point to this package's equivalent."""
+    from graphgps_ext.head import GRAPHGYM_HEADS
+    hint = closest(name, list(valid) + list(GRAPHGYM_HEADS), 1)
+    hint = [GRAPHGYM_HEADS.get(h, h) for h in hint if GRAPHGYM_HEADS.get(h, h)]
+    if name in GRAPHGYM_HEADS:
+        msg = (f"gnn.head '{name}' is a GraphGym built-in head, which "
+               'graphgps_ext does not build')
+    else:
+        msg = f"unknown head '{name}' (gnn.head)"
+    msg += f"; did you mean '{hint[0]}'?" if hint else '.'
+    return ConfigError(msg + f" Valid: {', '.join(valid)} ('default' = the "
+                       "dataset's own head)")
+
+
 def _check_modules(cfg: CfgNode):
-    """Fail at start (not after loading data) on unknown registered names."""
+    """Fail at start (not after loading data) on names that the registries
+    or the dataset readers do not know, and on branches that cannot be built
+    from this config."""
     import torch_geometric.graphgym.register as gg
 
-    from graphgps_ext.config import closest
-    from graphgps_ext.network.model import parse_layer_type
-    if cfg.model.type not in gg.network_dict:
-        raise ConfigError(f"unknown model.type '{cfg.model.type}'; registered: "
-                          + ', '.join(sorted(gg.network_dict)))
+    from graphgps_ext.train.loss import LOSSES
+
+    networks = sorted(k for k, v in gg.network_dict.items()
+                      if not getattr(v, '__module__', '').startswith('torch_geometric'))
+    if cfg.model.type not in networks:
+        raise _unknown('network', 'model.type', cfg.model.type, networks)
+    if cfg.model.loss_fun != 'auto' and cfg.model.loss_fun not in LOSSES:
+        raise ConfigError(f"bad value {cfg.model.loss_fun!r} for 'model.loss_fun'; "
+                          "valid values: 'auto', " + ', '.join(map(repr, LOSSES))
+                          + did_you_mean(cfg.model.loss_fun, list(LOSSES)))
+    heads = ['default'] + _buildable(gg.head_dict)
+    if cfg.gnn.head not in heads:
+        raise _unknown_head(cfg.gnn.head, heads)
+    _check_encoders(cfg)
+    _check_dataset(cfg)
+    _check_branches(cfg)
+
+
+def _check_encoders(cfg: CfgNode):
+    """The names of ``dataset.node_encoder_name`` / ``edge_encoder_name``
+    (used with ``dataset.node_encoder`` / ``edge_encoder``)."""
+    import torch_geometric.graphgym.register as gg
+
+    from graphgps_ext.config.posenc import PE_NAMES, node_encoder_parts
+    if cfg.dataset.node_encoder:
+        try:
+            node_encoder_parts(cfg)
+        except ValueError as err:  # several type encoders
+            raise ConfigError(str(err)) from None
+        encoders = [n for n in _buildable(gg.node_encoder_dict) if n not in PE_NAMES]
+        for part in str(cfg.dataset.node_encoder_name).split('+'):
+            part = part.strip()
+            if part not in PE_NAMES and part != 'default' and part not in encoders:
+                raise _unknown('node encoder', 'dataset.node_encoder_name', part,
+                               ['default'] + encoders + list(PE_NAMES))
+    if cfg.dataset.edge_encoder:
+        encoders = _buildable(gg.edge_encoder_dict)
+        name = str(cfg.dataset.edge_encoder_name)
+        if name != 'default' and name not in encoders:
+            raise _unknown('edge encoder', 'dataset.edge_encoder_name', name,
+                           ['default'] + encoders)
+
+
+def _check_dataset(cfg: CfgNode):
+    """``dataset.format`` / ``dataset.name``, and the loss and metrics where
+    the task table knows the dataset's task before it is read."""
+    from graphgps_ext.loader.sources import check_dataset, spec_of
     try:
-        parse_layer_type(cfg.gt.layer_type)
+        check_dataset(cfg)
     except ValueError as err:
         raise ConfigError(str(err)) from None
-    if cfg.gnn.head != 'default' and cfg.gnn.head not in gg.head_dict:
-        hint = closest(cfg.gnn.head, list(gg.head_dict))
-        raise ConfigError(f"unknown head '{cfg.gnn.head}' (gnn.head)"
-                          + (f"; did you mean '{hint[0]}'?" if hint else '')
-                          + f" (registered: {', '.join(sorted(gg.head_dict))})")
+    spec = spec_of(cfg)
+    if spec is not None:
+        ds = cfg.dataset
+        _check_task_fit(cfg, ds.name,
+                        spec['task_type'] if ds.task_type == 'auto' else ds.task_type,
+                        ds.num_outputs if ds.num_outputs > 0 else spec['num_outputs'])
+
+
+def _check_branches(cfg: CfgNode):
+    """The branches of ``gt.layer_type``: names this project can build, and
+    each built once (a few milliseconds, on a forked RNG) so that its own
+    argument checks fail at start."""
+    import torch_geometric.graphgym.register as gg
+
+    from graphgps_ext.network.model import parse_layer_type
+    branches = _buildable(gg.layer_dict)
+    parts = str(cfg.gt.layer_type).split('+')
+    if len(parts) == 3:
+        for kind, name in zip(('local', 'global', 'external'), parts):
+            if name not in ('None', 'none', '') and name not in branches:
+                raise ConfigError(
+                    f"unknown {kind} branch '{name}' in gt.layer_type "
+                    f"'{cfg.gt.layer_type}'" + (did_you_mean(name, branches) or '.')
+                    + f" Valid: {', '.join(branches)} or None")
+    try:
+        names = parse_layer_type(cfg.gt.layer_type)
+    except ValueError as err:  # not three parts
+        raise ConfigError(str(err)) from None
+    with torch.random.fork_rng(devices=[]):
+        for name in names:
+            if name is None:
+                continue
+            try:
+                gg.layer_dict[name].from_cfg(cfg, int(cfg.gt.dim_hidden))
+            except (ValueError, RuntimeError) as err:
+                raise ConfigError(f"gt.layer_type: the {name} branch cannot be "
+                                  f'built from this config: {err}') from None
+
+
+# Losses and metrics that fit the predictions and targets of a task type
+# (others fail on shapes or measure nothing); ranking and sequence tasks are
+# their heads' business.
+_FITS = {
+    'regression': (('l1', 'mse'), ('mae', 'mse')),
+    'classification': (('cross_entropy', 'weighted_cross_entropy'),
+                       ('accuracy', 'accuracy_sbm', 'f1_macro', 'auroc')),
+    'classification_multilabel': (('bce',), ('ap', 'auroc')),
+}
+
+
+def _check_task_fit(cfg: CfgNode, name: str, task_type: str,
+                    num_outputs: Optional[int]):
+    """``model.loss_fun``, ``metric_best`` and ``dataset.metrics`` fit the
+    task type (binary classification with one output, or an output count
+    not known yet, also takes ``bce`` / ``ap``). Raises :class:`ConfigError`."""
+    if task_type not in _FITS:
+        return
+    losses, metrics = _FITS[task_type]
+    if task_type == 'classification' and num_outputs in (None, 1):
+        losses, metrics = losses + ('bce',), metrics + ('ap',)
+    what = f"{name}'s {task_type} task" + (f' ({num_outputs} outputs)'
+                                            if num_outputs else '')
+    if cfg.model.loss_fun not in ('auto',) + losses:
+        raise ConfigError(f"model.loss_fun '{cfg.model.loss_fun}' does not fit "
+                          f"{what}: use one of {', '.join(losses)} or 'auto' "
+                          "(the dataset's own loss)")
+    asked = [('metric_best', cfg.metric_best)] + [
+        ('dataset.metrics', m) for m in cfg.dataset.metrics]
+    for key, metric in asked:
+        if metric != 'auto' and metric not in metrics:
+            raise ConfigError(f"{key} '{metric}' does not fit {what}: use one of "
+                              f"{', '.join(metrics)}"
+                              + (" or 'auto' (the dataset's own metric)"
+                                 if key == 'metric_best' else ''))
 
 
 def finalize_cfg(cfg: CfgNode, task) -> Tuple[str, str]:
     """Resolve the dataset-dependent ``auto`` values from ``task``
-    (:class:`~graphgps_ext.loader.task.TaskInfo`); returns
+    (:class:`~graphgps_ext.loader.task.TaskInfo`) and log the config's
+    warnings (:func:`~graphgps_ext.config.config_warnings`: keys a file sets
+    that have no effect, a run shorter than its warm-up, ...); returns
     ``(metric_best, direction)``."""
+    from graphgps_ext.logger import get_logger
     from graphgps_ext.metrics import direction
 
+    warnings = config_warnings(cfg, default_cfg())
+    _check_task_fit(cfg, task.name, task.task_type, task.num_outputs)
     if cfg.metric_best == 'auto':
         cfg.metric_best = task.metric
     metric = cfg.metric_best
     mode = task.metric_direction if metric == task.metric else direction(metric)
-    cfg.metric_agg = 'argmin' if mode == 'min' else 'argmax'
+    agg = 'argmin' if mode == 'min' else 'argmax'
+    if cfg.metric_agg not in (agg, default_cfg().metric_agg):
+        warnings.append(f"'metric_agg' = {cfg.metric_agg!r} has no effect: it "
+                        f"follows metric_best '{metric}' ({agg}); remove it")
+    cfg.metric_agg = agg
     if cfg.model.loss_fun == 'auto':
         cfg.model.loss_fun = task.loss
+    for msg in warnings:
+        get_logger().warning(msg)
     return metric, mode
 
 

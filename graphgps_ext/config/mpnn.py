@@ -1,7 +1,9 @@
 """Config group ``mpnn``: options of the local message-passing branches
 (:mod:`graphgps_ext.layer.gcn`, ``gin``, ``gine``, ``gatedgcn``).
 """
-from graphgps_ext.config import choices
+from graphgps_ext.config import choices, has_branch, ignored
+
+MPNN_BRANCHES = ('GCN', 'GIN', 'GINE', 'GatedGCN')
 
 
 def mpnn_cfg(cfg):
@@ -32,3 +34,17 @@ choices('mpnn.act', ['relu', 'gelu', 'elu', 'leaky_relu', 'silu', 'tanh'])
 choices('mpnn.gin_mlp', ['gin', 'graphgps'])
 choices('mpnn.node_norm', ['batch', 'layer', 'none'])
 choices('mpnn.edge_norm', ['batch', 'layer', 'none'])
+
+
+def _only(*branches):
+    return dict(unless=lambda cfg: has_branch(cfg, *branches),
+                why=lambda cfg: f"gt.layer_type '{cfg.gt.layer_type}' has no "
+                                f"{' / '.join(branches)} branch",
+                in_file='warn')
+
+
+ignored('mpnn.*', **_only(*MPNN_BRANCHES))
+ignored('mpnn.out_act', **_only('GCN', 'GIN', 'GINE'))
+ignored('mpnn.gin_train_eps', **_only('GIN', 'GINE'))
+ignored('mpnn.equivstable_pe', **_only('GINE', 'GatedGCN'))
+ignored('mpnn.edge_norm', **_only('GatedGCN'))

@@ -19,7 +19,8 @@ even if its ``enable`` flag is off.
 """
 from typing import Dict, List, Optional, Tuple
 
-from graphgps_ext.config import choices, volatile
+from graphgps_ext.config import (bounded, choices, ignored, non_negative, positive,
+                                 rule, volatile)
 
 PE_NAMES = ('LapPE', 'EquivStableLapPE', 'RWSE')
 
@@ -128,6 +129,90 @@ choices('pairenc.combine', ['concat', 'add'])
 choices('pairenc.ring_mode', ['categorical', 'boolean', 'additive'])
 # How the encodings are computed and cached, not what they are.
 volatile('posenc.*')
+positive('posenc_LapPE.dim_pe', 'posenc_LapPE.layers', 'posenc_LapPE.n_heads',
+         'posenc_LapPE.eigen.max_freqs', 'posenc_EquivStableLapPE.eigen.max_freqs',
+         'posenc_RWSE.dim_pe', 'posenc_RWSE.layers', 'pairenc.steps',
+         'posenc.blas_threads')
+non_negative('posenc_LapPE.post_layers', 'pairenc.dim_rpe', 'posenc.num_workers')
+bounded('pairenc.ring_max_size', lambda v: v >= 3, '>= 3 (a ring has 3 atoms or more)')
+
+
+def _selected_pes(cfg) -> List[str]:
+    try:
+        return node_encoder_parts(cfg)[1]
+    except ValueError:  # reported by load_cfg's encoder-name check
+        return []
+
+
+@rule
+def _pe_widths(cfg):
+    """Concatenated PEs take dim_pe channels each out of gt.dim_hidden."""
+    pes = [p for p in _selected_pes(cfg) if p != 'EquivStableLapPE'
+           and cfg[f'posenc_{p}'].combine == 'concat']
+    width = sum(int(cfg[f'posenc_{p}'].dim_pe) for p in pes)
+    if pes and width >= cfg.gt.dim_hidden:
+        keys = ' + '.join(f'posenc_{p}.dim_pe' for p in pes)
+        return (f'{keys} = {width} leaves no channel of gt.dim_hidden '
+                f'{cfg.gt.dim_hidden} for the node type embedding (the PEs are '
+                'concatenated to it); lower dim_pe, raise gt.dim_hidden or set '
+                "combine 'add'")
+    return None
+
+
+@rule
+def _lappe_heads(cfg):
+    pc = cfg.posenc_LapPE
+    if 'LapPE' in _selected_pes(cfg) and pc.model == 'Transformer':
+        width = pc.dim_pe if pc.combine == 'concat' else cfg.gt.dim_hidden
+        if width % pc.n_heads:
+            return (f'posenc_LapPE.n_heads {pc.n_heads} does not divide the '
+                    f'LapPE Transformer width {width} ('
+                    + ('posenc_LapPE.dim_pe' if pc.combine == 'concat'
+                       else 'gt.dim_hidden, combine add') + ')')
+    return None
+
+
+@rule
+def _rwse_times(cfg):
+    if 'RWSE' not in _selected_pes(cfg):
+        return None
+    try:
+        times = rwse_times(cfg)
+    except ValueError as err:
+        return f'posenc_RWSE.kernel: {err}'
+    if not times or min(times) < 1:
+        return (f'posenc_RWSE.kernel gives the walk lengths {times}: they must be '
+                "non-empty and >= 1, e.g. times_func 'range(1, 21)'")
+    return None
+
+
+def _pe_used(name):
+    return lambda cfg: name in _selected_pes(cfg)
+
+
+for _p in PE_NAMES:
+    ignored(f'posenc_{_p}.enable', unless=_pe_used(_p),
+            why=lambda cfg: "dataset.node_encoder is True, so the PEs are those "
+                            "named in dataset.node_encoder_name "
+                            f"'{cfg.dataset.node_encoder_name}'")
+    ignored(f'posenc_{_p}.*', unless=_pe_used(_p),
+            why=(f'{_p} is not selected: add it to dataset.node_encoder_name '
+                 f'(dataset.node_encoder True) or set posenc_{_p}.enable True'),
+            in_file='warn')
+ignored('posenc_RWSE.kernel.times_func',
+        unless=lambda cfg: not cfg.posenc_RWSE.kernel.times,
+        why='posenc_RWSE.kernel.times is set and wins')
+ignored('pairenc.*', unless=lambda cfg: pair_encoder_needed(cfg),
+        why="gt.layer_type has no CSA branch and pairenc.enable is False",
+        in_file='warn')
+ignored('pairenc.ring_max_size', 'pairenc.ring_mode',
+        unless=lambda cfg: cfg.pairenc.rings, why='pairenc.rings is False')
+ignored('pairenc.dim_rpe', unless=lambda cfg: cfg.pairenc.combine == 'concat'
+        and cfg.pairenc.rpe != 'none',
+        why="it is the width of the concatenated RPE part (pairenc.combine "
+            "'concat', pairenc.rpe not 'none')")
+ignored('pairenc.steps', 'pairenc.on_the_fly',
+        unless=lambda cfg: cfg.pairenc.rpe != 'none', why="pairenc.rpe is 'none'")
 
 
 def node_encoder_parts(cfg, default_type: Optional[str] = None

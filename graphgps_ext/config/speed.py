@@ -42,7 +42,7 @@ benchmark): :func:`compile_model`, :func:`autocast`, :func:`clip_grad_norm_`.
 """
 import contextlib
 
-from graphgps_ext.config import choices, volatile
+from graphgps_ext.config import choices, ignored, volatile
 
 # The group's keys and defaults (dotted key -> default).
 DEFAULTS = {
@@ -75,6 +75,9 @@ choices('train.amp', ['none', 'bf16'])
 # fingerprint. ``train.amp`` changes the arithmetic, so it stays in.
 volatile('train.compile', 'train.compile_mode', 'train.compile_dynamic',
          'optim.fused', 'optim.flat_params', 'train.fast_collate')
+ignored('train.compile_mode', 'train.compile_dynamic',
+        unless=lambda cfg: cfg.train.compile, why='train.compile is False',
+        in_file='warn')
 
 
 def compile_model(model, cfg):

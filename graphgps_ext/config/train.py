@@ -10,9 +10,9 @@ GraphGym keys reused as they are: ``optim.optimizer``, ``optim.base_lr``,
 ``train.eval_period``, ``train.auto_resume``, ``seed``, ``out_dir``,
 ``accelerator``, ``metric_best``, ``metric_agg``, ``model.loss_fun``.
 """
-from graphgps_ext.config import choices, resumable, volatile
+from graphgps_ext.config import (advice, bounded, choices, ignored, non_negative,
+                                 positive, resumable, rule, unused, volatile)
 from graphgps_ext.metrics import METRICS
-from graphgps_ext.train.loss import LOSSES
 
 
 def train_cfg(cfg):
@@ -95,13 +95,14 @@ def train_cfg(cfg):
 choices('optim.optimizer', ['adam', 'adamW', 'sgd'])
 choices('optim.scheduler', ['none', 'steps', 'cos', 'cosine_with_warmup',
                             'transformer_warmup', 'reduce_on_plateau'])
-choices('model.loss_fun', ['auto'] + list(LOSSES))
+# model.loss_fun is checked against the registered losses by load_cfg.
 choices('optim.lr_scaling', ['none', 'linear'])
 choices('dist.launcher', ['auto', 'torchrun', 'slurm', 'none'])
 choices('dist.backend', ['auto', 'nccl', 'gloo'])
 choices('wandb.mode', ['online', 'offline', 'disabled'])
 choices('metric_agg', ['argmax', 'argmin'])
 choices('metric_best', ['auto'] + list(METRICS))
+choices('dataset.metrics', list(METRICS))
 
 # Where and how a run executes, not what it computes (GraphGym's keys
 # included): outside the run fingerprint.
@@ -119,3 +120,62 @@ resumable('optim.base_lr', 'optim.weight_decay', 'optim.momentum',
           'optim.lr_decay', 'optim.reduce_factor', 'optim.schedule_patience',
           'optim.min_lr', 'optim.clip_grad_norm', 'optim.clip_grad_norm_value',
           'train.early_stop_patience', 'train.eval_period')
+positive('train.batch_size', 'train.eval_period', 'train.ckpt_period',
+         'optim.max_epoch', 'optim.base_lr', 'optim.lr_decay',
+         'optim.clip_grad_norm_value', 'dist.timeout_min')
+non_negative('optim.weight_decay', 'optim.momentum', 'optim.num_warmup_epochs',
+             'optim.schedule_patience', 'optim.min_lr',
+             'train.early_stop_patience', 'train.batch_size_global',
+             'num_workers', 'num_threads')
+bounded('optim.reduce_factor', lambda v: 0 < v < 1, 'in (0, 1)')
+bounded('seed', lambda v: 0 <= v < 2 ** 32, 'in 0 .. 2**32 - 1 (a NumPy seed)')
+
+
+@rule
+def _global_batch_and_scaling(cfg):
+    if cfg.train.batch_size_global > 0 and cfg.optim.lr_scaling != 'none':
+        return ('train.batch_size_global keeps the effective batch fixed, so '
+                f"optim.lr_scaling must be 'none' (got '{cfg.optim.lr_scaling}')")
+    return None
+
+
+def _scheduler(*names):
+    return dict(unless=lambda cfg: cfg.optim.scheduler in names,
+                why=lambda cfg: f"optim.scheduler is '{cfg.optim.scheduler}' "
+                                f"(used by {' / '.join(names)})",
+                in_file='warn')
+
+
+ignored('optim.num_warmup_epochs', **_scheduler('cosine_with_warmup'))
+ignored('optim.steps', 'optim.lr_decay', **_scheduler('steps'))
+ignored('optim.reduce_factor', 'optim.schedule_patience', 'optim.min_lr',
+        **_scheduler('reduce_on_plateau'))
+ignored('optim.momentum', unless=lambda cfg: cfg.optim.optimizer == 'sgd',
+        why=lambda cfg: f"optim.optimizer is '{cfg.optim.optimizer}' (momentum "
+                        "is SGD's)", in_file='warn')
+ignored('optim.clip_grad_norm_value', unless=lambda cfg: cfg.optim.clip_grad_norm,
+        why='optim.clip_grad_norm is False', fix='set optim.clip_grad_norm True')
+
+
+@advice
+def _shorter_than_warmup(cfg):
+    o = cfg.optim
+    if o.scheduler == 'cosine_with_warmup' and o.max_epoch <= o.num_warmup_epochs:
+        first = o.base_lr * 1e-6
+        last = o.base_lr * max(1e-6, (o.max_epoch - 1) / o.num_warmup_epochs)
+        return (f'optim.max_epoch {o.max_epoch} <= optim.num_warmup_epochs '
+                f'{o.num_warmup_epochs}: the learning rate never leaves the linear '
+                f'warm-up; it goes from {first:.2g} to {last:.2g} and never reaches '
+                f'optim.base_lr {o.base_lr:g}. For a short run set '
+                'optim.num_warmup_epochs below optim.max_epoch (e.g. '
+                f'optim.num_warmup_epochs {o.max_epoch // 10})')
+    return None
+
+
+# GraphGym's training keys that the training loop of graphgps_ext does not use.
+unused('train.sampler', 'train.sample_node', 'train.node_per_graph',
+       'train.radius', 'train.skip_train_eval', 'train.iter_per_epoch',
+       'train.walk_length', 'train.neighbor_sizes', 'val.sample_node',
+       'val.sampler', 'val.node_per_graph', 'val.radius', 'model.match_upper',
+       'model.size_average', 'model.thresh', 'model.edge_decoding',
+       'custom_metrics', 'share.dim_in', 'share.dim_out', 'share.num_splits')

@@ -20,6 +20,15 @@ HEADS = {
     'root_node': RootNodeHead,
 }
 
-__all__ = ['HEADS', 'GraphMLPHead', 'GraphNodeMLPHead', 'InductiveNodeHead',
-           'InductiveLinkHead', 'Code2SequenceHead', 'RootNodeHead',
-           'VirtualNode']
+# GraphGym's built-in heads (registered by GraphGym, without ``from_cfg``)
+# -> the head of this package that does their job ('' = none).
+GRAPHGYM_HEADS = {
+    'node': 'inductive_node',
+    'graph': 'graph_mlp',
+    'edge': '',
+    'link_pred': 'inductive_link',
+}
+
+__all__ = ['HEADS', 'GRAPHGYM_HEADS', 'GraphMLPHead', 'GraphNodeMLPHead',
+           'InductiveNodeHead', 'InductiveLinkHead', 'Code2SequenceHead',
+           'RootNodeHead', 'VirtualNode']

@@ -11,9 +11,11 @@ from torch import Tensor
 from torch_geometric.data import Dataset
 
 from graphgps_ext.loader import splits as split_utils
-from graphgps_ext.loader.sources import FORMATS, Source
+from graphgps_ext.loader.sources import FORMATS, Source, check_dataset
 from graphgps_ext.loader.task import TaskInfo
 from graphgps_ext.loader.tasks import apply_overrides, build_task
+
+log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -33,14 +35,6 @@ class DatasetBundle:
     task: TaskInfo
     split_indices: Optional[Dict[str, Tensor]] = None
     info: Dict[str, Any] = field(default_factory=dict)
-
-
-def _closest_format(fmt: str) -> str:
-    from graphgps_ext.config import closest
-    hint = closest(fmt, list(FORMATS))
-    return (f"unknown dataset.format '{fmt}'"
-            + (f"; did you mean '{hint[0]}'?" if hint else '')
-            + f" (supported: {', '.join(FORMATS)})")
 
 
 def _limit(src: Source, max_graphs: int):
@@ -86,13 +80,15 @@ def load_dataset(cfg) -> DatasetBundle:
 
     Raises:
         ValueError: unknown format or name (with the valid ones).
-        graphgps_ext.loader.offline.DatasetNotFoundError: files missing and
+        graphgps_ext.loader.errors.DatasetNotFoundError: files missing and
             no network (within seconds).
+        graphgps_ext.loader.errors.DataCorruptError: raw files that cannot
+            be processed or give inconsistent data (the processed files are
+            rebuilt at the next run).
     """
     start = time.perf_counter()
     fmt = cfg.dataset.format
-    if fmt not in FORMATS:
-        raise ValueError(_closest_format(fmt))
+    check_dataset(cfg)
     src = FORMATS[fmt](cfg)
     _limit(src, int(cfg.dataset.max_graphs))
 
@@ -119,12 +115,14 @@ def load_dataset(cfg) -> DatasetBundle:
                 load_seconds=round(seconds, 3), sizes=sizes,
                 standard_split=src.standard_split,
                 stand_in=bool(src.extra.get('stand_in', False)))
-    logging.info('[*] %s / %s: %s graphs (train/val/test) in %.1f s; task %s '
+    if info['stand_in']:
+        info['stand_in_reason'] = src.extra.get('stand_in_reason', '')
+    log.info('[*] %s / %s: %s graphs (train/val/test) in %.1f s; task %s '
                  '(%s, %d outputs, loss %s, metric %s/%s)', fmt,
                  cfg.dataset.name, '/'.join(str(v) for v in sizes.values()),
                  seconds, task.task, task.task_type, task.num_outputs,
                  task.loss, task.metric, task.metric_direction)
     if info['stand_in']:
-        logging.warning('%s is a GENERATED STAND-IN, not the published '
-                        'benchmark files', cfg.dataset.name)
+        log.warning('%s: %s', cfg.dataset.name, info['stand_in_reason']
+                    or 'a STAND-IN, not the published benchmark files')
     return DatasetBundle(out, task, split_indices, info)

@@ -28,12 +28,11 @@ from urllib.parse import urlparse
 
 import torch
 
+from graphgps_ext.loader.errors import DatasetNotFoundError
+
 OFFLINE_ENV = 'GRAPHGPS_EXT_OFFLINE'
 PROBE_TIMEOUT = 2.0
-
-
-class DatasetNotFoundError(FileNotFoundError):
-    """Raw dataset files are missing and cannot be downloaded."""
+log = logging.getLogger(__name__)
 
 
 def offline_forced(cfg=None) -> bool:
@@ -86,7 +85,7 @@ def require_files(files: Sequence[str], *, dataset: str, urls: Sequence[str],
                   'True)')
     else:
         if urls and network_available(urls[0]):
-            logging.info('%s: missing %s, downloading from %s', dataset,
+            log.info('%s: missing %s, downloading from %s', dataset,
                          ', '.join(missing), urls[0])
             return
         host = urlparse(urls[0]).hostname if urls else '?'
@@ -107,7 +106,7 @@ def require_files(files: Sequence[str], *, dataset: str, urls: Sequence[str],
 def _answer_prompt(prompt: str = '') -> str:
     text = str(prompt)
     if 'download' in text.lower():
-        logging.info('answering yes to: %s', text.strip())
+        log.info('answering yes to: %s', text.strip())
         return 'y'
     raise DatasetNotFoundError(
         'a dataset class asked on stdin: ' + text.strip()

@@ -29,7 +29,8 @@ from torch import Tensor
 from torch_geometric.data import Data, InMemoryDataset
 
 from graphgps_ext.loader import splits as split_utils
-from graphgps_ext.loader.offline import DatasetNotFoundError, require_files
+from graphgps_ext.loader.errors import DatasetNotFoundError
+from graphgps_ext.loader.integrity import RawFiles
 
 VARIANTS = {
     'peptides-functional': dict(
@@ -113,20 +114,26 @@ class PeptidesDataset(InMemoryDataset):
                              f'{list(VARIANTS)}')
         self.name, self.max_graphs, self.meta = name, int(max_graphs), VARIANTS[name]
         folder = osp.join(root, name)
-        require_files(
-            [osp.join(folder, 'raw', self.meta['csv']),
-             osp.join(folder, self.meta['split'])],
-            dataset=f"'{name}' (dataset.format OGB, LRGB original layout)",
-            urls=[self.meta['url'], self.meta['split_url']], folder=folder,
-            how=(f"Put the csv.gz into {osp.join(folder, 'raw')}/ and the "
-                 f'split pickle into {folder}/ (an empty file named '
-                 f"{self.meta['version']} marks the release)."), cfg=cfg)
+        self.raw_files(root, name).require(cfg)
         super().__init__(folder, transform)
         self.load(self.processed_paths[0])
         saved = torch.load(self.processed_paths[1], weights_only=True)
         self.split_idx, self.split_rows = saved['split'], saved['rows']
         self.full_split_sizes = {k: int(v.numel())
                                  for k, v in read_split(folder, name).items()}
+
+    @staticmethod
+    def raw_files(root: str, name: str) -> RawFiles:
+        """The csv.gz and the split pickle of ``name`` under ``root``, with
+        their URLs."""
+        meta, folder = VARIANTS[name], osp.join(root, name)
+        return RawFiles(
+            f"'{name}' (dataset.format OGB, LRGB original layout)",
+            [osp.join(folder, 'raw', meta['csv']), osp.join(folder, meta['split'])],
+            [meta['url'], meta['split_url']], folder,
+            how=(f"Put the csv.gz into {osp.join(folder, 'raw')}/ and the "
+                 f'split pickle into {folder}/ (an empty file named '
+                 f"{meta['version']} marks the release)."))
 
     @property
     def raw_file_names(self) -> List[str]:

@@ -20,7 +20,7 @@ conventions), read through PyG / OGB classes wherever they exist.
 import os.path as osp
 import pickle
 from dataclasses import dataclass, field
-from typing import Any, Callable, Dict, Optional
+from typing import Any, Callable, Dict, List, Optional
 
 import numpy as np
 import torch
@@ -29,9 +29,10 @@ from torch_geometric.data import Dataset
 
 from graphgps_ext.loader import splits as split_utils
 from graphgps_ext.loader import storage
-from graphgps_ext.loader.offline import (DatasetNotFoundError,
-                                         allow_pyg_globals, no_prompt,
-                                         require_files, torch_load_trusted)
+from graphgps_ext.loader.errors import DataError, DatasetNotFoundError
+from graphgps_ext.loader.integrity import ProcessedCache, RawFiles
+from graphgps_ext.loader.offline import (allow_pyg_globals, no_prompt,
+                                         torch_load_trusted)
 from graphgps_ext.loader.tasks import SPECS
 
 # GraphGPS: PCQM4Mv2 holds out 150k random training molecules (rng 42) as
@@ -39,6 +40,13 @@ from graphgps_ext.loader.tasks import SPECS
 # of the remaining training molecules and 50k of the held-out ones.
 PCQM_HOLDOUT, PCQM_SUBSET_RATIO, PCQM_SUBSET_VAL, PCQM_SEED = 150_000, 0.1, 50_000, 42
 ZINC_FULL_TRAIN = 220_011
+# A ZINC-12k train split that is not the benchmark's: the stand-in of the
+# offline data folder (10,000 ZINC-full validation molecules) is recognised
+# by its source list beside raw/ or by the SHA-1 of its train.pickle.
+ZINC_STAND_IN_MARKER = 'train_standin_sources.csv.gz'
+ZINC_STAND_IN_SHA1 = {'5aac378dfdaf508982c904e379770128e86f8e56'}
+PEPTIDES_SPEC = {'peptides-functional': 'peptides-func',
+                 'peptides-structural': 'peptides-struct'}
 
 
 @dataclass
@@ -74,64 +82,91 @@ def _three(factory: Callable[[str], Dataset]) -> Dict[str, Dataset]:
 def _check_zinc_full(num_train: int, raw: str):
     # A ZINC-12k folder would silently give a 10k-graph "ZINC-full".
     if num_train < ZINC_FULL_TRAIN:
-        raise ValueError(
+        raise DataError(
             f'ZINC-full needs the 220,011-molecule train.pickle of '
             f'molecules.zip, but {raw} holds {num_train} training graphs (a '
             "ZINC-12k-only folder). Use dataset.name 'subset', or point "
             'dataset.dir at a folder with the full molecules.zip files.')
 
 
+def zinc_stand_in(root: str, cache: ProcessedCache) -> Optional[str]:
+    """Why the ZINC train split under ``root`` is a stand-in, or ``None``."""
+    marker = osp.join(root, ZINC_STAND_IN_MARKER)
+    train = osp.join(root, 'raw', 'train.pickle')
+    if osp.exists(marker):
+        why = f'{marker} lists the molecules it holds instead'
+    elif osp.exists(train) and cache.sha1(train) in ZINC_STAND_IN_SHA1:
+        why = f'{train} is the known stand-in file'
+    else:
+        return None
+    readme = osp.join(root, 'README.md')
+    return ('the ZINC train split is a STAND-IN, not the ZINC-12k benchmark '
+            f'train split ({why}'
+            + (f'; see {readme}' if osp.exists(readme) else '') + '). '
+            'Results are not comparable with published ZINC numbers; for the '
+            'benchmark, point dataset.dir at a folder with the original '
+            f'molecules.zip files ({_zinc_urls()[0]})')
+
+
+def _zinc_urls() -> List[str]:
+    from torch_geometric.datasets import ZINC
+    return [ZINC.url] + [ZINC.split_url.format(s) for s in split_utils.SPLITS]
+
+
 def zinc(cfg) -> Source:
     from torch_geometric.datasets import ZINC
     name = cfg.dataset.name
-    if name not in ('subset', 'full'):
-        raise ValueError(f"dataset.name '{name}' for PyG-ZINC: use 'subset' "
-                         "(ZINC-12k) or 'full' (ZINC-250k)")
     root = osp.join(_dir(cfg), 'ZINC')
     raw = osp.join(root, 'raw')
-    files = [osp.join(raw, f'{s}.{ext}') for ext in ('pickle', 'index')
-             for s in split_utils.SPLITS]
-    require_files(files, dataset="'ZINC' (PyG-ZINC)",
-                  urls=[ZINC.url] + [ZINC.split_url.format(s)
-                                     for s in split_utils.SPLITS],
-                  folder=raw, cfg=cfg,
-                  how="Unzip molecules.zip and rename its folder 'molecules' "
-                      f"to {raw}; put the three .index files there too.")
+    files = RawFiles(
+        "'ZINC' (PyG-ZINC)",
+        [osp.join(raw, f'{s}.{ext}') for ext in ('pickle', 'index')
+         for s in split_utils.SPLITS],
+        _zinc_urls(), raw, inputs=[raw],
+        how="Unzip molecules.zip and rename its folder 'molecules' "
+            f"to {raw}; put the three .index files there too.")
+    files.require(cfg)
     if name == 'full' and not osp.exists(osp.join(root, 'full', 'processed',
                                                   'train.pt')):
         with open(osp.join(raw, 'train.pickle'), 'rb') as f:
             _check_zinc_full(len(pickle.load(f)), raw)
-    parts = _three(lambda s: ZINC(root, subset=name == 'subset', split=s))
+    cache = ProcessedCache(files, osp.join(root, name, 'processed'))
+    parts = cache.load(lambda: _three(
+        lambda s: ZINC(root, subset=name == 'subset', split=s)))
     if name == 'full':
         _check_zinc_full(len(parts['train']), raw)
     for ds in parts.values():
         storage.graph_y_as_rows(ds)
+    stand_in = zinc_stand_in(root, cache)
+    extra = {'stand_in': True, 'stand_in_reason': stand_in} if stand_in else {}
     return Source(parts, None, osp.join(root, name), 'ZINC',
-                  name=f'ZINC ({name})')
+                  name=f'ZINC ({name})', extra=extra)
 
 
 def gnn_benchmark(cfg, root: Optional[str] = None, stand_in: bool = False
                   ) -> Source:
     from torch_geometric.datasets import GNNBenchmarkDataset
     name = cfg.dataset.name
-    valid = ('MNIST', 'CIFAR10', 'PATTERN', 'CLUSTER')
-    if name not in valid:
-        raise ValueError(f"dataset.name '{name}' for PyG-GNNBenchmarkDataset: "
-                         f'use one of {valid}')
     root = root or osp.join(_dir(cfg), 'GNNBenchmarkDataset')
     raw = osp.join(root, name, 'raw')
-    require_files([osp.join(raw, f'{name}_v2.pt')],
-                  dataset=f"'{name}' (PyG-GNNBenchmarkDataset)",
-                  urls=[GNNBenchmarkDataset.urls[name]], folder=raw, cfg=cfg,
-                  how=f'Unzip {name}_v2.zip there. Without network, '
-                      'PATTERN/CLUSTER can be generated instead: '
-                      "dataset.format 'synthetic'.")
-    parts = _three(lambda s: GNNBenchmarkDataset(root, name, split=s))
+    files = RawFiles(f"'{name}' (PyG-GNNBenchmarkDataset)",
+                     [osp.join(raw, f'{name}_v2.pt')],
+                     [GNNBenchmarkDataset.urls[name]], raw, inputs=[raw],
+                     how=f'Unzip {name}_v2.zip there. Without network, '
+                         'PATTERN/CLUSTER can be generated instead: '
+                         "dataset.format 'synthetic'.")
+    files.require(cfg)
+    parts = ProcessedCache(files, osp.join(root, name, 'processed')).load(
+        lambda: _three(lambda s: GNNBenchmarkDataset(root, name, split=s)))
     if name in ('MNIST', 'CIFAR10'):
         for ds in parts.values():  # GraphGPS: x <- [pixel || position]
             storage.concat_node_attrs(ds, 'x', 'pos')
             storage.edge_attr_as_columns(ds)
     extra = {'stand_in': stand_in}
+    if stand_in:
+        extra['stand_in_reason'] = (
+            f'{name} is GENERATED here (dataset.format synthetic), not the '
+            'published benchmark files')
     return Source(parts, None, osp.join(root, name), name, extra=extra,
                   limited=stand_in)
 
@@ -141,14 +176,22 @@ def tu(cfg) -> Source:
     name = cfg.dataset.name
     root = osp.join(_dir(cfg), 'TUDataset')
     raw = osp.join(root, name, 'raw')
-    require_files([osp.join(raw, f'{name}_{k}.txt')
-                   for k in ('A', 'graph_indicator')],
-                  dataset=f"'{name}' (PyG-TUDataset)",
-                  urls=[f'{TUDataset.url}/{name}.zip'], folder=raw, cfg=cfg,
-                  how=f'Unzip it so that the {name}_*.txt files sit directly '
-                      f'in {raw}.')
-    with no_prompt():
-        ds = TUDataset(root, name)
+    files = RawFiles(
+        f"'{name}' (PyG-TUDataset)",
+        [osp.join(raw, f'{name}_{k}.txt') for k in ('A', 'graph_indicator')],
+        [f'{TUDataset.url}/{name}.zip'], raw, inputs=[raw],
+        how=f'Unzip it so that the {name}_*.txt files sit directly in {raw}.',
+        roles={'edge_index': f'{name}_A.txt',
+               'x': f'{name}_node_labels.txt / {name}_graph_indicator.txt',
+               'y': f'{name}_graph_labels.txt',
+               'edge_attr': f'{name}_edge_labels.txt'})
+    files.require(cfg)
+
+    def build():
+        with no_prompt():
+            return TUDataset(root, name)
+
+    ds = ProcessedCache(files, osp.join(root, name, 'processed')).load(build)
     node_types, extra = None, {}
     if ds._data.get('x') is None:  # COLLAB, IMDB-*: degree as node type
         node_types = storage.degree_as_node_type(ds, cfg.dataset.max_degree)
@@ -167,19 +210,17 @@ def tu(cfg) -> Source:
 def lrgb(cfg) -> Source:
     from torch_geometric.datasets import LRGBDataset
     lower = cfg.dataset.name.lower()
-    if lower not in LRGBDataset.names:
-        raise ValueError(f"dataset.name '{cfg.dataset.name}' for "
-                         'PyG-LRGBDataset: use one of Peptides-func, '
-                         'Peptides-struct, PascalVOC-SP, COCO-SP, PCQM-Contact')
     root = osp.join(_dir(cfg), 'LRGBDataset')
     raw = osp.join(root, lower, 'raw')
     ext = 'pickle' if lower.endswith('-sp') else 'pt'
-    require_files([osp.join(raw, f'{s}.{ext}') for s in split_utils.SPLITS],
-                  dataset=f"'{cfg.dataset.name}' (PyG-LRGBDataset)",
-                  urls=[LRGBDataset.urls[lower]], folder=raw, cfg=cfg,
-                  how=f'Unzip it into {root} and rename its folder '
-                      f"'{LRGBDataset.dwnld_file_name[lower]}' to {raw}.")
-    parts = _three(lambda s: LRGBDataset(root, lower, split=s))
+    files = RawFiles(f"'{cfg.dataset.name}' (PyG-LRGBDataset)",
+                     [osp.join(raw, f'{s}.{ext}') for s in split_utils.SPLITS],
+                     [LRGBDataset.urls[lower]], raw, inputs=[raw],
+                     how=f'Unzip it into {root} and rename its folder '
+                         f"'{LRGBDataset.dwnld_file_name[lower]}' to {raw}.")
+    files.require(cfg)
+    parts = ProcessedCache(files, osp.join(root, lower, 'processed')).load(
+        lambda: _three(lambda s: LRGBDataset(root, lower, split=s)))
     return Source(parts, None, osp.join(root, lower), lower)
 
 
@@ -202,9 +243,6 @@ def ogb_graph(cfg) -> Source:
     master = pd.read_csv(osp.join(osp.dirname(ogb.__file__), 'graphproppred',
                                   'master.csv'), index_col=0,
                          keep_default_na=False)
-    if name not in master:
-        raise ValueError(f"unknown OGB graph dataset '{name}'; OGB has: "
-                         + ', '.join(master.keys()))
     meta = master[name]
     base = _dir(cfg)
     folder = osp.join(base, '_'.join(name.split('-')))
@@ -227,13 +265,18 @@ def ogb_graph(cfg) -> Source:
     how = (f"Unzip {meta['download_name']}.zip into {base} and rename its "
            f"folder '{meta['download_name']}' to {folder} (keep its "
            f"RELEASE_v{meta['version']}.txt, raw/ and split/).")
-    require_files(paths, dataset=f"'{name}' (OGB)", urls=[meta['url']],
-                  folder=folder, how=how, cfg=cfg)
+    files = RawFiles(f"'{name}' (OGB)", paths, [meta['url']], folder, how=how,
+                     inputs=[raw, split_dir])
+    files.require(cfg)
     if all(osp.exists(p) for p in paths):
         _ogb_release(folder, meta['version'], [meta['url']], name)
     allow_pyg_globals()
-    with no_prompt():
-        ds = PygGraphPropPredDataset(name, root=base)
+
+    def build():
+        with no_prompt():
+            return PygGraphPropPredDataset(name, root=base)
+
+    ds = ProcessedCache(files, osp.join(folder, 'processed')).load(build)
     split = ds.get_idx_split()
     indices = {'train': split['train'], 'val': split['valid'],
                'test': split['test']}
@@ -300,19 +343,16 @@ def pcqm4mv2_splits(split: Dict[str, Tensor], subset: bool
 def pcqm4mv2(cfg) -> Source:
     from ogb.lsc import PygPCQM4Mv2Dataset
     variant = cfg.dataset.name.split('-', 1)[1]
-    if variant not in ('full', 'subset'):
-        raise ValueError(f"dataset.name '{cfg.dataset.name}': use "
-                         "'PCQM4Mv2-full' or 'PCQM4Mv2-subset'")
     base = _dir(cfg)
     folder = osp.join(base, 'pcqm4m-v2')
     url = 'https://dgl-data.s3-accelerate.amazonaws.com/dataset/OGB-LSC/pcqm4m-v2.zip'
     paths = [osp.join(folder, 'raw', 'data.csv.gz'),
              osp.join(folder, 'split_dict.pt')]
-    require_files(paths, dataset=f"'{cfg.dataset.name}' (OGB-LSC)",
-                  urls=[url], folder=folder, cfg=cfg,
-                  how=f'Unzip pcqm4m-v2.zip into {base} (it holds '
-                      'pcqm4m-v2/raw/data.csv.gz, split_dict.pt and '
-                      'RELEASE_v1.txt).')
+    files = RawFiles(f"'{cfg.dataset.name}' (OGB-LSC)", paths, [url], folder,
+                     how=f'Unzip pcqm4m-v2.zip into {base} (it holds '
+                         'pcqm4m-v2/raw/data.csv.gz, split_dict.pt and '
+                         'RELEASE_v1.txt).')
+    files.require(cfg)
     if all(osp.exists(p) for p in paths):
         _ogb_release(folder, 1, [url], cfg.dataset.name)
 
@@ -325,8 +365,12 @@ def pcqm4mv2(cfg) -> Source:
                     for k, v in raw.items()}
 
     allow_pyg_globals()
-    with no_prompt():
-        ds = PCQM4Mv2(root=base)
+
+    def build():
+        with no_prompt():
+            return PCQM4Mv2(root=base)
+
+    ds = ProcessedCache(files, osp.join(folder, 'processed')).load(build)
     storage.graph_y_as_rows(ds)
     indices = pcqm4mv2_splits(ds.get_idx_split(), variant == 'subset')
     return Source({'all': ds}, indices, folder, 'PCQM4Mv2')
@@ -336,20 +380,17 @@ def ogb_format(cfg) -> Source:
     from graphgps_ext.loader.peptides import VARIANTS, PeptidesDataset
     name = cfg.dataset.name
     if name in VARIANTS:
-        ds = PeptidesDataset(_dir(cfg), name, cfg.dataset.max_graphs, cfg=cfg)
-        key = {'peptides-functional': 'peptides-func',
-               'peptides-structural': 'peptides-struct'}[name]
+        files = PeptidesDataset.raw_files(_dir(cfg), name)
+        files.require(cfg)
+        ds = ProcessedCache(files, osp.join(_dir(cfg), name, 'processed')).load(
+            lambda: PeptidesDataset(_dir(cfg), name, cfg.dataset.max_graphs))
+        key = PEPTIDES_SPEC[name]
         return Source({'all': ds}, ds.split_idx, ds.root, key, limited=True,
                       extra={'full_split_sizes': ds.full_split_sizes},
                       source_indices=ds.split_rows)
     if name.startswith('ogbg-'):
         return ogb_graph(cfg)
-    if name.startswith('PCQM4Mv2-'):
-        return pcqm4mv2(cfg)
-    raise ValueError(f"dataset.name '{name}' for format OGB: use "
-                     'peptides-functional, peptides-structural, ogbg-molpcba, '
-                     'ogbg-code2 (or another ogbg-* name), PCQM4Mv2-full, '
-                     'PCQM4Mv2-subset')
+    return pcqm4mv2(cfg)
 
 
 # --------------------------------------------------------------- generated --
@@ -360,20 +401,19 @@ def synthetic(cfg) -> Source:
     name, ds_cfg = cfg.dataset.name, cfg.dataset
     seed, max_graphs = int(ds_cfg.generator_seed), int(ds_cfg.max_graphs)
     if name == 'TreeNeighbourMatch':
-        r = int(ds_cfg.tree_depth)
-        ds = TreeNeighbourMatch(cache_root(_dir(cfg)), r, ds_cfg.tree_variant,
-                                seed, max_graphs)
+        r, root = int(ds_cfg.tree_depth), cache_root(_dir(cfg))
+        files = RawFiles("'TreeNeighbourMatch' (synthetic)", [], [], root,
+                         how=f'Delete {osp.join(root, "processed")} and run again.')
+        ds = ProcessedCache(files, osp.join(root, 'processed')).load(
+            lambda: TreeNeighbourMatch(root, r, ds_cfg.tree_variant, seed, max_graphs))
         extra = dict(node_type_dims=[2 ** r + 1, 2 ** r + 1], tree_depth=r,
                      tree_variant=ds_cfg.tree_variant)
         return Source({'all': ds}, ds.split_idx, ds.processed_dir,
                       'TreeNeighbourMatch', num_outputs=2 ** r, extra=extra,
                       limited=True)
-    if name in sbm.SPECS:
-        root = sbm.cache_root(_dir(cfg), name, seed, max_graphs)
-        sbm.write_raw(root, name, seed, max_graphs)
-        return gnn_benchmark(cfg, root=root, stand_in=True)
-    raise ValueError(f"dataset.name '{name}' for format synthetic: use "
-                     "'TreeNeighbourMatch', 'PATTERN' or 'CLUSTER'")
+    root = sbm.cache_root(_dir(cfg), name, seed, max_graphs)  # PATTERN, CLUSTER
+    sbm.write_raw(root, name, seed, max_graphs)
+    return gnn_benchmark(cfg, root=root, stand_in=True)
 
 
 FORMATS: Dict[str, Callable[[Any], Source]] = {
@@ -384,3 +424,64 @@ FORMATS: Dict[str, Callable[[Any], Source]] = {
     'OGB': ogb_format,
     'synthetic': synthetic,
 }
+
+
+def dataset_names(fmt: str) -> Optional[List[str]]:
+    """The ``dataset.name`` values of ``dataset.format`` ``fmt`` (``None``:
+    any name, e.g. the TU collection)."""
+    if fmt == 'PyG-ZINC':
+        return ['subset', 'full']
+    if fmt == 'PyG-GNNBenchmarkDataset':
+        return ['MNIST', 'CIFAR10', 'PATTERN', 'CLUSTER']
+    if fmt == 'PyG-LRGBDataset':
+        return ['Peptides-func', 'Peptides-struct', 'PascalVOC-SP', 'COCO-SP',
+                'PCQM-Contact']
+    if fmt == 'OGB':
+        import pandas as pd
+        import ogb
+        from graphgps_ext.loader.peptides import VARIANTS
+        master = pd.read_csv(osp.join(osp.dirname(ogb.__file__), 'graphproppred',
+                                      'master.csv'), index_col=0,
+                             keep_default_na=False)
+        return list(VARIANTS) + list(master.keys()) + ['PCQM4Mv2-full',
+                                                       'PCQM4Mv2-subset']
+    if fmt == 'synthetic':
+        from graphgps_ext.loader.generators import sbm
+        return ['TreeNeighbourMatch'] + list(sbm.SPECS)
+    return None
+
+
+def check_dataset(cfg):
+    """Raise ``ValueError`` (naming the valid values) for a ``dataset.format``
+    or ``dataset.name`` that no reader knows; reads no data."""
+    from graphgps_ext.config import did_you_mean
+    fmt, name = cfg.dataset.format, str(cfg.dataset.name)
+    if fmt not in FORMATS:
+        raise ValueError(f"unknown dataset.format '{fmt}'" + (did_you_mean(fmt, list(FORMATS)) or '.')
+                         + f" Valid: {', '.join(FORMATS)}")
+    names = dataset_names(fmt)
+    ok = (name.lower() in [n.lower() for n in names] if fmt == 'PyG-LRGBDataset'
+          else names is None or name in names)
+    if not ok:
+        shown = names if len(names) <= 12 else names[:12] + ['...']
+        raise ValueError(f"unknown dataset.name '{name}' for dataset.format "
+                         f"'{fmt}'" + (did_you_mean(name, names) or '.')
+                         + f" Valid: {', '.join(shown)}")
+    if fmt == 'PyG-TUDataset' and (not name or '/' in name or name in ('.', '..')):
+        raise ValueError(f"dataset.name '{name}' is not a TU dataset name "
+                         "(e.g. 'NCI1', 'NCI109', 'COLLAB')")
+
+
+def spec_of(cfg) -> Optional[Dict[str, Any]]:
+    """The task metadata (:data:`~graphgps_ext.loader.tasks.SPECS` entry) of
+    the configured dataset where it is known without reading data, else
+    ``None`` (e.g. an ``ogbg-*`` dataset other than molpcba and code2)."""
+    fmt, name = cfg.dataset.format, str(cfg.dataset.name)
+    key = {'PyG-ZINC': 'ZINC', 'PyG-GNNBenchmarkDataset': name,
+           'PyG-TUDataset': name if name in SPECS else 'TU',
+           'PyG-LRGBDataset': name.lower(), 'synthetic': name}.get(fmt)
+    if fmt == 'OGB':
+        key = PEPTIDES_SPEC.get(name, name)
+        if name.startswith('PCQM4Mv2-'):
+            key = 'PCQM4Mv2'
+    return SPECS.get(key)

@@ -12,11 +12,16 @@ and the fingerprint hashes the dataset's node pointers and edges
 parameters on the same data load the file; any change gives a new key and a
 recompute (older files are left in place, so switching back is free). A file
 holds a dict ``{attribute: (values, ptr)}`` of tensors, loaded with
-``weights_only=True``. Writes go to a temporary file that is renamed, so an
-interrupted run never leaves a truncated cache.
+``weights_only=True``. Writes go to a temporary file in the same folder that
+is flushed to disk and renamed, so an interrupted run never leaves a
+truncated entry (its temporary file is removed on failure). An entry that
+cannot be read or is not of that form (a damaged disk, a file written by
+something else) is removed with a warning and recomputed.
 """
+import contextlib
 import hashlib
 import json
+import logging
 import os
 from typing import Dict, Optional, Tuple
 
@@ -27,6 +32,7 @@ from torch import Tensor
 CACHE_VERSION = 2
 
 Entry = Dict[str, Tuple[Tensor, Tensor]]
+log = logging.getLogger(__name__)
 
 
 def cache_key(kind: str, params: dict, fingerprint: str) -> str:
@@ -47,10 +53,21 @@ class EncodingCache:
         return os.path.join(self.cache_dir, f'{kind}-{key}.pt')
 
     def load(self, kind: str, key: str) -> Optional[Entry]:
+        """The stored entry, or ``None`` (absent, unreadable or malformed: the
+        file is then removed with a warning, so the caller recomputes it)."""
         path = self.path(kind, key)
         if path is None or not os.path.exists(path):
             return None
-        return torch.load(path, weights_only=True)
+        try:
+            entry = torch.load(path, weights_only=True)
+            check_entry(entry)
+            return entry
+        except Exception as err:  # noqa: BLE001 - any damage: recompute
+            log.warning('encoding cache %s cannot be used (%s: %s); '
+                        'recomputing it', path, type(err).__name__, err)
+            with contextlib.suppress(OSError):
+                os.remove(path)
+            return None
 
     def save(self, kind: str, key: str, entry: Entry):
         path = self.path(kind, key)
@@ -58,5 +75,28 @@ class EncodingCache:
             return
         os.makedirs(self.cache_dir, exist_ok=True)
         tmp = f'{path}.tmp{os.getpid()}'
-        torch.save(entry, tmp)
-        os.replace(tmp, path)
+        try:
+            with open(tmp, 'wb') as f:
+                torch.save(entry, f)
+                f.flush()
+                os.fsync(f.fileno())
+            os.replace(tmp, path)
+        finally:
+            with contextlib.suppress(FileNotFoundError):
+                os.remove(tmp)
+
+
+def check_entry(entry):
+    """Raise ``ValueError`` unless ``entry`` is ``{attribute: (values,
+    ptr)}`` with ``ptr`` a 1-D offset tensor from 0 to ``values.size(0)``."""
+    if not isinstance(entry, dict) or not entry:
+        raise ValueError('not a non-empty dict of attributes')
+    for name, item in entry.items():
+        if not (isinstance(item, (tuple, list)) and len(item) == 2
+                and all(isinstance(t, Tensor) for t in item)):
+            raise ValueError(f"'{name}' is not a (values, ptr) pair of tensors")
+        values, ptr = item
+        if ptr.dim() != 1 or ptr.numel() < 1 or int(ptr[0]) != 0 or \
+                int(ptr[-1]) != values.size(0) or bool((ptr[1:] < ptr[:-1]).any()):
+            raise ValueError(f"the offsets of '{name}' do not fit its "
+                             f'{values.size(0)} rows')

@@ -6,6 +6,7 @@ import pytest
 import torch
 
 from graphgps_ext.loader import DatasetNotFoundError, load_dataset
+from graphgps_ext.loader.errors import DataError
 from graphgps_ext.loader.offline import OFFLINE_ENV
 
 from .conftest import copy_shared, make_cfg
@@ -39,6 +40,18 @@ def _stats(ds):
     edges = torch.tensor([g.num_edges / 2 for g in ds], dtype=torch.float)
     y = torch.cat([g.y.view(-1) for g in ds])
     return nodes, edges, y
+
+
+def test_zinc_stand_in_marked_and_warned_once(zinc_root, zinc, caplog):
+    """The shipped train split is a stand-in: data.json says so (from
+    ``info``) and the log warns once per load."""
+    assert zinc.info['stand_in'] is True
+    assert 'STAND-IN' in zinc.info['stand_in_reason']
+    with caplog.at_level('WARNING', logger='graphgps_ext'):
+        again = load_dataset(make_cfg(zinc_root, **{'dataset.format': 'PyG-ZINC',
+                                                    'dataset.name': 'subset'}))
+    assert again.info['stand_in'] is True
+    assert sum('STAND-IN' in r.getMessage() for r in caplog.records) == 1
 
 
 def test_zinc_sizes_and_task(zinc):
@@ -181,5 +194,5 @@ def test_missing_data_without_network_fails_fast(tmp_path, monkeypatch):
 def test_zinc_full_refuses_a_subset_folder(zinc_root):
     cfg = make_cfg(zinc_root, **{'dataset.format': 'PyG-ZINC',
                                  'dataset.name': 'full'})
-    with pytest.raises(ValueError, match='220,011'):
+    with pytest.raises(DataError, match='220,011'):
         load_dataset(cfg)

@@ -1,0 +1,374 @@
+r"""Processed data that is complete, checked and built from the raw files at hand.
+
+PyG / OGB dataset classes turn raw files into ``processed/`` files once and
+reuse them whenever they exist: an interrupted processing run, a truncated
+raw file or a raw file replaced later leaves a cache that fails far from its
+cause, or silently holds other data. :class:`ProcessedCache` wraps the
+construction of such a class (:meth:`ProcessedCache.load`):
+
+1. under a lock (``processed/.lock``: concurrent runs on one dataset folder
+   process it once), it compares a *fingerprint* of the raw files (SHA-1 of
+   their content) with the one stamped in ``processed/integrity.json``. A
+   file whose size and mtime equal the stamp's is taken as unchanged;
+   otherwise its SHA-1 is computed (once per process), so a restored or
+   copied file with a new mtime but the same content keeps the cache.
+   Processed files built from other raw files, or written without a stamp
+   (an interrupted run), are removed, with a warning;
+2. it builds the dataset (PyG processes what is missing) and checks what it
+   got (:func:`check_storage`: every stored attribute covers the same graphs,
+   slices are consistent, edges point to nodes of their own graph);
+3. only then it writes the stamp (atomically) with the SHA-1 of every
+   processed file: they are *committed*. A committed file whose content
+   changed since (same test: size and mtime, then SHA-1) is removed and
+   rebuilt; a cache that cannot be read is rebuilt once, with a warning.
+
+Raw files that cannot be processed, or whose data fail the checks, raise
+:class:`~graphgps_ext.loader.errors.DataCorruptError`: one paragraph naming
+the dataset, the error, the raw files (with sizes), where they belong and the
+URL to fetch them from. The processed files of the failed attempt are
+removed, so the next run starts clean.
+"""
+import contextlib
+import hashlib
+import json
+import logging
+import os
+import os.path as osp
+import shutil
+from dataclasses import dataclass, field
+from typing import Any, Callable, Dict, List, Optional, Sequence
+
+import torch
+from torch_geometric.data import InMemoryDataset
+
+from graphgps_ext.loader.errors import DataCorruptError, DataError
+from graphgps_ext.loader.offline import require_files
+
+STAMP = 'integrity.json'
+LOCK = '.lock'
+STAMP_VERSION = 1
+log = logging.getLogger(__name__)
+
+# (path, size, mtime_ns) -> SHA-1 of the content, for this process.
+_SHA1: Dict[tuple, str] = {}
+
+
+def sha1_of(path: str) -> str:
+    """SHA-1 of the file's content (memoised per process on path, size and
+    mtime)."""
+    st = os.stat(path)
+    key = (osp.abspath(path), st.st_size, st.st_mtime_ns)
+    if key not in _SHA1:
+        h = hashlib.sha1()
+        with open(path, 'rb') as f:
+            for block in iter(lambda: f.read(1 << 22), b''):
+                h.update(block)
+        _SHA1[key] = h.hexdigest()
+    return _SHA1[key]
+
+
+def file_state(paths: Dict[str, str], known: Dict[str, dict]) -> Dict[str, dict]:
+    """``{name: {size, mtime_ns, sha1}}`` of the files ``{name: path}``; the
+    SHA-1 is taken from ``known`` (a stamp) when size and mtime match it."""
+    state = {}
+    for name, path in paths.items():
+        st = os.stat(path)
+        old = known.get(name) or {}
+        same = old.get('size') == st.st_size and old.get('mtime_ns') == st.st_mtime_ns
+        state[name] = dict(size=st.st_size, mtime_ns=st.st_mtime_ns,
+                           sha1=old['sha1'] if same and 'sha1' in old else sha1_of(path))
+    return state
+
+
+class StorageError(ValueError):
+    """Processed data that is internally inconsistent; ``attribute``: the
+    stored attribute at fault, if one is."""
+
+    def __init__(self, message: str, attribute: Optional[str] = None):
+        super().__init__(message)
+        self.attribute = attribute
+
+
+def _graph_counts(slices: Dict[str, torch.Tensor]) -> Dict[str, int]:
+    return {k: int(s.numel()) - 1 for k, s in slices.items()
+            if isinstance(s, torch.Tensor)}
+
+
+def check_storage(dataset: InMemoryDataset):
+    r"""Raise :class:`StorageError` unless the collated storage of
+    ``dataset`` is consistent: at least one graph; every attribute's slices
+    start at 0, never decrease, end at the attribute's length and cover the
+    same number of graphs; every edge ``(i, j)`` of a graph with :math:`n`
+    nodes has :math:`0 \le i, j < n`. Vectorised (no loop over graphs)."""
+    from graphgps_ext.loader.storage import node_slices
+    data, slices = dataset._data, dataset.slices
+    if slices is None:  # a single graph
+        ei = data.get('edge_index')
+        if ei is not None and ei.numel() and (
+                int(ei.min()) < 0 or int(ei.max()) >= data.num_nodes):
+            raise StorageError("edge_index points outside the graph's "
+                               f'{data.num_nodes} nodes', 'edge_index')
+        return
+    counts = _graph_counts(slices)
+    if len(set(counts.values())) > 1:
+        raise StorageError('the stored attributes cover different numbers of '
+                           'graphs: ' + ', '.join(f'{k} {n}' for k, n in counts.items()),
+                           min(counts, key=counts.get))
+    if not counts or next(iter(counts.values())) < 1:
+        raise StorageError('the processed data holds no graph')
+    for key, s in slices.items():
+        value = data[key]
+        if not isinstance(s, torch.Tensor) or not isinstance(value, torch.Tensor):
+            continue
+        dim = data.__cat_dim__(key, value)
+        dim = dim + value.dim() if dim < 0 else dim
+        if int(s[0]) != 0 or bool((s[1:] < s[:-1]).any()) or \
+                int(s[-1]) != value.size(dim):
+            raise StorageError(f"the slices of '{key}' do not partition its "
+                               f'{value.size(dim)} entries', key)
+    ei = data.get('edge_index')
+    if ei is not None and 'edge_index' in slices and ei.numel():
+        nodes = node_slices(dataset)
+        n_per = nodes[1:] - nodes[:-1]
+        e_slices = slices['edge_index']
+        graph = torch.repeat_interleave(torch.arange(n_per.numel()),
+                                        e_slices[1:] - e_slices[:-1])
+        bad = (ei < 0).any(0) | (ei >= n_per[graph]).any(0)
+        if bool(bad.any()):
+            g = int(graph[bad.nonzero()[0, 0]])
+            raise StorageError(
+                f'{int(bad.sum())} edges point outside their graph (first in '
+                f'graph {g}, which has {int(n_per[g])} nodes)', 'edge_index')
+
+
+def check_datasets(out: Any):
+    """:func:`check_storage` on ``out``: a dataset, or a dict of them."""
+    for ds in (out.values() if isinstance(out, dict) else [out]):
+        if isinstance(ds, InMemoryDataset):
+            check_storage(ds)
+
+
+@dataclass
+class RawFiles:
+    """Where a dataset's raw files are and where they come from.
+
+    Attributes:
+        dataset: display name, e.g. ``"'NCI1' (PyG-TUDataset)"``.
+        required: files that must exist (checked by :meth:`require`).
+        inputs: files or folders (all files directly inside) the processed
+            data is built from: their content is fingerprinted.
+        urls: where to download them.
+        folder: where they belong.
+        how: how to unpack them there.
+        roles: stored attribute -> the raw file it comes from (named when
+            the checks fail on that attribute).
+    """
+    dataset: str
+    required: List[str]
+    urls: List[str]
+    folder: str
+    how: str = ''
+    inputs: List[str] = field(default_factory=list)
+    roles: Dict[str, str] = field(default_factory=dict)
+
+    def require(self, cfg=None):
+        """:func:`~graphgps_ext.loader.offline.require_files` on the
+        required files (a download is allowed when online)."""
+        require_files(self.required, dataset=self.dataset, urls=self.urls,
+                      folder=self.folder, how=self.how, cfg=cfg)
+
+    def files(self) -> List[str]:
+        out = []
+        for p in (self.inputs or self.required):
+            if osp.isdir(p):
+                out += sorted(osp.join(p, f) for f in os.listdir(p)
+                              if osp.isfile(osp.join(p, f)))
+            elif osp.isfile(p):
+                out.append(p)
+        return out
+
+    def corrupt(self, problem: str, attribute: Optional[str] = None) -> DataCorruptError:
+        """The paragraph for raw files that give ``problem``."""
+        def size(p):
+            mb = os.path.getsize(p) / 2 ** 20
+            return f'{mb:.2f} MB' if mb >= 0.01 else f'{os.path.getsize(p)} bytes'
+        if not self.files():  # generated data
+            return DataCorruptError(f'Dataset {self.dataset}: the generated data is '
+                                    f"unusable: {problem.rstrip('.')}. {self.how}")
+        suspect = self.roles.get(attribute) if attribute else None
+        lines = [f'Dataset {self.dataset}: the raw files give unusable data: '
+                 f"{problem.rstrip('.')}."]
+        if suspect:
+            lines.append(f'The data of {attribute!r} comes from {suspect}.')
+        lines.append('A raw file is probably truncated or corrupt. Raw files:')
+        lines += [f'  {p} ({size(p)})' for p in self.files()]
+        lines.append('Replace them with the original files from:')
+        lines += [f'  {u}' for u in self.urls]
+        lines.append(f'and put them into: {self.folder}')
+        if self.how:
+            lines.append(self.how)
+        lines.append('The processed files are rebuilt at the next run.')
+        return DataCorruptError('\n'.join(lines))
+
+
+@contextlib.contextmanager
+def _lock(folder: str):
+    """An exclusive lock on ``folder/.lock`` (no lock where the folder cannot
+    be written, or without ``fcntl``)."""
+    try:
+        import fcntl
+        os.makedirs(folder, exist_ok=True)
+        handle = open(osp.join(folder, LOCK), 'a')
+    except (ImportError, OSError):
+        yield
+        return
+    try:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        yield
+    finally:
+        handle.close()  # releases the lock
+
+
+class ProcessedCache:
+    """The ``processed/`` folder of a dataset built from :class:`RawFiles`
+    (see the module docstring)."""
+
+    def __init__(self, raw: RawFiles, processed_dir: str):
+        self.raw, self.dir = raw, processed_dir
+        self._state: Optional[Dict[str, dict]] = None
+        self._committed: Dict[str, dict] = {}  # processed files known good
+
+    # ---- raw fingerprint --------------------------------------------------
+    def _rel(self, path: str) -> str:
+        return osp.relpath(path, osp.dirname(self.dir))
+
+    def raw_state(self, stamp: Optional[dict] = None) -> Dict[str, dict]:
+        """``{relative path: {size, mtime_ns, sha1}}`` of the raw files (see
+        :func:`file_state`)."""
+        if self._state is None:
+            self._state = file_state({self._rel(p): p for p in self.raw.files()},
+                                     (stamp or {}).get('raw', {}))
+        return self._state
+
+    def sha1(self, path: str) -> str:
+        """SHA-1 of the raw file ``path`` (from the stamp when unchanged)."""
+        return self.raw_state(self._read_stamp()).get(self._rel(path), {}).get(
+            'sha1') or sha1_of(path)
+
+    # ---- stamp --------------------------------------------------------------
+    def _read_stamp(self) -> Optional[dict]:
+        try:
+            with open(osp.join(self.dir, STAMP)) as f:
+                stamp = json.load(f)
+        except (OSError, ValueError):
+            return None
+        if not isinstance(stamp, dict) or stamp.get('version') != STAMP_VERSION:
+            return None
+        return stamp
+
+    def _listing(self) -> Dict[str, str]:
+        """``{name: path}`` of the processed files (not the stamp, the lock or
+        temporary files)."""
+        if not osp.isdir(self.dir):
+            return {}
+        return {f: osp.join(self.dir, f) for f in os.listdir(self.dir)
+                if f not in (STAMP, LOCK) and '.tmp' not in f
+                and osp.isfile(osp.join(self.dir, f))}
+
+    def _write_stamp(self, state: Dict[str, dict], known: Dict[str, dict]):
+        stamp = dict(version=STAMP_VERSION, dataset=self.raw.dataset, raw=state,
+                     files=file_state(self._listing(), known))
+        path = osp.join(self.dir, STAMP)
+        tmp = f'{path}.tmp{os.getpid()}'
+        try:
+            with open(tmp, 'w') as f:
+                json.dump(stamp, f, indent=1, sort_keys=True)
+                f.flush()
+                os.fsync(f.fileno())
+            os.replace(tmp, path)
+        except OSError as err:  # a read-only dataset folder: no stamp
+            log.warning('%s: cannot write %s (%s); the processed data is used '
+                        'but not stamped', self.raw.dataset, path, err)
+            with contextlib.suppress(OSError):
+                os.remove(tmp)
+
+    def _clear(self, names: Optional[Sequence[str]] = None):
+        """Remove ``names`` (default: every processed file and folder, the
+        lock excepted) from the processed folder."""
+        if not osp.isdir(self.dir):
+            return
+        for name in (os.listdir(self.dir) if names is None else names):
+            if name == LOCK:
+                continue
+            path = osp.join(self.dir, name)
+            if osp.isdir(path) and not osp.islink(path):
+                shutil.rmtree(path, ignore_errors=True)
+            else:
+                with contextlib.suppress(FileNotFoundError):
+                    os.remove(path)
+
+    def _prepare(self) -> bool:
+        """Remove what is not a committed, unchanged processed file of these
+        raw files; returns whether committed files remain."""
+        stamp = self._read_stamp()
+        state = self.raw_state(stamp)
+        files = self._listing()
+        self._committed = {}
+        if stamp is None:
+            if files:
+                log.warning('%s: %s holds processed files without a completion '
+                            'stamp (an interrupted run, or processed by another '
+                            'program); rebuilding them', self.raw.dataset, self.dir)
+                self._clear()
+            return False
+        old = {k: v.get('sha1') for k, v in stamp.get('raw', {}).items()}
+        new = {k: v['sha1'] for k, v in state.items()}
+        if old != new:
+            changed = sorted(k for k in set(old) | set(new) if old.get(k) != new.get(k))
+            log.warning('%s: the processed data in %s was built from other raw '
+                        'files (changed: %s); rebuilding it', self.raw.dataset,
+                        self.dir, ', '.join(changed))
+            self._clear()
+            return False
+        committed = stamp.get('files', {})
+        now = file_state({f: p for f, p in files.items() if f in committed}, committed)
+        changed = sorted(f for f, st in now.items() if st['sha1'] != committed[f].get('sha1'))
+        if changed:
+            log.warning('%s: processed file(s) %s changed since they were '
+                        'written; rebuilding them', self.raw.dataset, ', '.join(changed))
+        self._clear(changed + [f for f in files if f not in committed])
+        self._committed = {f: st for f, st in now.items() if f not in changed}
+        return bool(self._committed)
+
+    # ---- load ---------------------------------------------------------------
+    def load(self, build: Callable[[], Any],
+             check: Optional[Callable[[Any], None]] = check_datasets) -> Any:
+        """``build()`` (the dataset class, which processes what is missing),
+        checked by ``check``; see the module docstring. Raises
+        :class:`DataCorruptError` (with the processed files removed)."""
+        with _lock(self.dir):
+            cached = self._prepare()
+            while True:
+                try:
+                    out = build()
+                    if check is not None:
+                        check(out)
+                    break
+                except (DataError, ImportError, MemoryError, NameError,
+                        NotImplementedError):  # not the data's fault
+                    raise
+                except Exception as err:  # noqa: BLE001 - any failure of the data
+                    problem = (str(err) if isinstance(err, StorageError)
+                               else f'{type(err).__name__}: {err}')
+                    self._clear()
+                    if cached:  # the cache itself may be what is broken
+                        log.warning('%s: cannot use the processed data in %s (%s); '
+                                    'rebuilding it from the raw files',
+                                    self.raw.dataset, self.dir, problem)
+                        cached = False
+                        continue
+                    raise self.raw.corrupt(problem, err.attribute if isinstance(
+                        err, StorageError) else None) from None
+            self._state = None  # a download may have added raw files
+            self._write_stamp(self.raw_state(), self._committed)
+        return out
