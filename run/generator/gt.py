@@ -1,8 +1,8 @@
 """GT (Dwivedi & Bresson, *A Generalization of Transformer Networks to
 Graphs*): Table 1, {sparse, full} graph x {BatchNorm, LayerNorm} x {LapPE,
 no PE} on ZINC, PATTERN and CLUSTER, as the authors' 500k configs."""
-from common import (CLUSTER, PATTERN, PE_NOTE, ZINC, Config, Registry, Row, data, head,
-                    merge, plateau, stack)
+from .common import (CLUSTER, PATTERN, PE_NOTE, ZINC, Config, Registry, Row, data, head,
+                     merge, plateau, stack)
 
 P = 'gt'
 SRC = 'the authors\' model (graphdeeplearning/graphtransformer, {} 500k config), counted'

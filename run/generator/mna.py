@@ -24,7 +24,7 @@ The paper has no public code; what it states and what is guessed:
 """
 from typing import Any, Dict
 
-from common import BENCH_SEEDS, Config, Registry, Row, data, head, merge, optim, stack, train
+from .common import BENCH_SEEDS, Config, Registry, Row, data, head, merge, optim, stack, train
 
 P = 'mna'
 TU = {'NCI1': ('PyG-TUDataset', 'NCI1', 'LinearNode', None),
