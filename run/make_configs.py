@@ -27,15 +27,9 @@ import os
 import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, os.path.join(ROOT, 'run', 'generator'))
+sys.path.insert(0, os.path.join(ROOT, 'run'))
 
-import baselines  # noqa: E402
-import common  # noqa: E402
-import csa  # noqa: E402
-import geaet  # noqa: E402
-import gps  # noqa: E402
-import gt  # noqa: E402
-import mna  # noqa: E402
+from generator import baselines, common, csa, geaet, gps, gt, mna  # noqa: E402
 
 PAPERS = (geaet, csa, mna, gt, gps, baselines)
 

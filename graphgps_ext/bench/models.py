@@ -97,8 +97,8 @@ ZINC_BASE = (
 # GEANet as in the authors' ZINC runs: 4 external heads, node, edge and
 # shared units; their units are affine and have no output projection W_o
 # (the parity switches that change the parameter count, so that the model
-# has the authors' 604,837 / 477,477 parameters up to GatedGCN's extra
-# BatchNorm). The slot softmax stays per graph (the paper).
+# has the authors' 604,837 / 477,477 parameters). The slot softmax stays per
+# graph (the paper).
 GEAET_UNITS = ('gea.n_heads', 4, 'gea.node_unit', True, 'gea.edge_unit', True,
                'gea.shared_unit', True, 'gea.parity_no_out_proj', True,
                'gea.parity_unit_bias', True)
@@ -114,12 +114,16 @@ class ModelRow:
         overrides: config overrides on top of :data:`ZINC_BASE`.
         anchor: train graphs/s of the authors' code (issue #8), if measured.
         anchor_params: parameter count of the authors' model.
+        param_differences: ``(ours - authors', reason)`` for every module in
+            which the row's model differs from the authors' (the row's count
+            is ``anchor_params + sum``; ``tests/bench`` checks it).
     """
     key: str
     name: str
     overrides: Tuple = ()
     anchor: Optional[float] = None
     anchor_params: Optional[int] = None
+    param_differences: Tuple[Tuple[int, str], ...] = ()
 
 
 PAPER_ZINC_ROWS: Dict[str, ModelRow] = {r.key: r for r in [
@@ -133,8 +137,8 @@ PAPER_ZINC_ROWS: Dict[str, ModelRow] = {r.key: r for r in [
     ModelRow('geaet-gine', 'GEAET GINE+Transformer+GEANet',
              ('gt.layer_type', 'GINE+Transformer+GEANet') + GEAET_UNITS,
              194, 477_477),
-    # The authors' GEANet normalises the slots over the whole mini-batch
-    # (SPEC §1.1); the rows above use the paper's per-graph softmax.
+    # The authors' GEANet code normalises the slots over the whole
+    # mini-batch; the rows above use the paper's per-graph softmax.
     ModelRow('geaet-gatedgcn-batchsm',
              'GEAET GatedGCN+Transformer+GEANet, batch softmax',
              ('gt.layer_type', 'GatedGCN+Transformer+GEANet') + GEAET_UNITS
@@ -147,7 +151,11 @@ PAPER_ZINC_ROWS: Dict[str, ModelRow] = {r.key: r for r in [
               'csa.share_edge_params', True,
               'csa.attn_dropout_mode', 'connection',
               'csa.parity_edge_bias', True,
-              'pairenc.rpe', 'rwse', 'pairenc.steps', 20), 91, 347_557),
+              'pairenc.rpe', 'rwse', 'pairenc.steps', 20), 91, 347_557,
+             ((-1_280, "norm1_local: the authors' GPSLayer allocates a BatchNorm "
+                       "(2 x 64) per layer that CSA's forward never uses"),
+              (-32, "the third row of the authors' DenseEdge table (E^self, "
+                    "E^n-c), its padding index 0, always zero"))),
     ModelRow('mna', 'MNA-GT (3 kernels, 4 heads)',
              ('gt.layer_type', 'None+MNA+None', 'gt.pre_norm', True,
               'gt.norm', 'layer', 'gt.act', 'gelu', 'mna.hops', 2)),
@@ -338,6 +346,7 @@ def run(device: torch.device, rows: Optional[Sequence[str]] = None,
             'key': label, 'model': row.name + label[len(name):],
             'layer_type': runner.cfg.gt.layer_type,
             'params': runner.params, 'anchor_params': row.anchor_params,
+            'param_differences': [list(d) for d in row.param_differences],
             'train_graphs_per_s': train,
             'eval_graphs_per_s': common.median(res['eval']),
             'train_runs': res['train'], 'eval_runs': res['eval'],
@@ -390,10 +399,20 @@ def ab_markdown(pairs: List[dict]) -> str:
 def markdown(rows: List[dict]) -> str:
     headers = ['model', 'params (authors)', 'train graphs/s', 'eval graphs/s',
                'anchor train graphs/s', 'ratio', 'peak MiB / step']
-    table = []
+    table, notes = [], []
     for r in rows:
         params = f"{r['params']:,}" + (f" ({r['anchor_params']:,})"
                                        if r['anchor_params'] else '')
+        diffs = r.get('param_differences') or []
+        if r['anchor_params'] and (diffs or r['params'] != r['anchor_params']):
+            marks = '*' * (len(notes) + 1)
+            params += marks
+            explained = r['anchor_params'] + sum(n for n, _ in diffs)
+            text = '; '.join(f'{n:+,}: {why}' for n, why in diffs)
+            if r['params'] != explained:
+                text += (f'{"; " if text else ""}{r["params"] - explained:+,} '
+                         'not explained')
+            notes.append(f'{marks} {r["model"]}: {text}')
         ratio = (f"{r['ratio_to_anchor']:.2f}×" if r['ratio_to_anchor']
                  else '–')
         table.append([r['model'], params, r['train_graphs_per_s'],
@@ -401,4 +420,8 @@ def markdown(rows: List[dict]) -> str:
                       float(r['anchor_train_graphs_per_s'])
                       if r['anchor_train_graphs_per_s'] else None,
                       ratio, r['peak_step_mib']])
-    return common.markdown_table(headers, table)
+    out = common.markdown_table(headers, table)
+    if notes:
+        out += '\n\nParameters that differ from the authors\' count:\n\n' + '\n'.join(
+            f'- {n}' for n in notes) + '\n'
+    return out

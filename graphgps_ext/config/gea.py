@@ -1,7 +1,7 @@
 """Config group ``gea``: the GEANet external branch (:mod:`graphgps_ext.layer.gea`).
 
 Defaults follow the GEAET paper (eq. 2-5). The ``parity_*`` switches reproduce
-the authors' public code where it differs from the paper (SPEC §1.1); they are
+the authors' public code where it differs from the paper; they are
 off by default.
 """
 from graphgps_ext.config import (choices, has_branch, ignored, positive,

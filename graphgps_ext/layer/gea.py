@@ -76,7 +76,7 @@ class GEANet(nn.Module):
     for the edges (the stream is left unchanged); without the shared unit
     :math:`U_s = I`. Table 4's "none" row is the external branch ``None``.
 
-    Parity switches (the authors' code, SPEC §1.1; all off by default):
+    Parity switches (the authors' public code; all off by default):
 
     - ``batch_softmax``: the slot softmax runs over all nodes (edges) of the
       mini-batch, so a graph's output depends on its batch-mates;

@@ -18,7 +18,6 @@ attention maps.
 import math
 from typing import Optional
 
-import torch
 from torch import Tensor
 
 from graphgps_ext.layer.context import GraphContext

@@ -1,7 +1,7 @@
 """The framework's own MPNN baselines: models no paper table lists, kept to
 show that an MPNN through this framework is as strong as its standard
 implementation."""
-from common import NCI1, Config, Registry, data, head, merge, optim, stack, train
+from .common import NCI1, Config, Registry, data, head, merge, optim, stack, train
 
 
 def build(reg: Registry):

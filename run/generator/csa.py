@@ -1,9 +1,9 @@
 """CSA (Menegaux, Jehanno, Selosse, Mairal, *Self-Attention in Colors*):
 Tables 1-5 and 7, with the hyper-parameters of its Table 6."""
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Dict, Optional, Tuple
 
-from common import (ATOM_ROWS, BENCH_SEEDS, DS, PE_NOTE, ZINC, Config, Registry, Row,
-                    dataset_block, head, merge, optim, rwse, stack, train)
+from .common import (ATOM_ROWS, BENCH_SEEDS, DS, PE_NOTE, ZINC, Config, Registry, Row,
+                     dataset_block, head, merge, optim, rwse, stack, train)
 
 P = 'csa'
 SRC = 'the authors\' model built from their configs/CSA/{}'

@@ -2,11 +2,11 @@
 ICML 2024): Tables 1-4 and 6-10, Figures 5-7."""
 from typing import Any, Dict, List, Optional, Tuple
 
-from common import (ATOM_ROWS, BENCH_SEEDS, BOND_ROWS, CIFAR10, COCO, CONTACT, DS,
-                    FILE, GEA_NOTE, LRGB_SEEDS, METRIC, MNIST, PATTERN, PE_NOTE,
-                    PEP_STRUCT, VOC, ZINC, Config, Registry, Row, data, dataset_block,
-                    drop, eslappe, gea, head, lappe, merge, optim, plateau, rwse, stack,
-                    train)
+from .common import (BENCH_SEEDS, BOND_ROWS, CIFAR10, COCO, CONTACT, DS,
+                     FILE, GEA_NOTE, LRGB_SEEDS, METRIC, MNIST, PATTERN, PE_NOTE,
+                     PEP_STRUCT, VOC, ZINC, Config, Registry, Row, data, dataset_block,
+                     drop, eslappe, gea, head, lappe, merge, optim, plateau, rwse, stack,
+                     train)
 
 P = 'geaet'
 T6 = 'GEAET Table 6 and the authors\' configs/GEAET'

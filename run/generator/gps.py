@@ -1,9 +1,9 @@
 """GraphGPS (Rampášek et al., *Recipe for a General, Powerful, Scalable Graph
 Transformer*, NeurIPS 2022): the GPS models of the datasets the other papers
 compare on, as the authors' configs/GPS."""
-from common import (BENCH_SEEDS, CIFAR10, CLUSTER, LRGB_SEEDS, METRIC, MNIST, PATTERN,
-                    PE_NOTE, PEP_FUNC, PEP_STRUCT, VOC, ZINC, Config, Registry, Row,
-                    dataset_block, head, lappe, merge, optim, rwse, stack, train)
+from .common import (BENCH_SEEDS, CIFAR10, CLUSTER, LRGB_SEEDS, METRIC, MNIST, PATTERN,
+                     PE_NOTE, PEP_FUNC, PEP_STRUCT, VOC, ZINC, Config, Registry, Row,
+                     dataset_block, head, lappe, merge, optim, rwse, stack, train)
 
 P = 'gps'
 SRC = 'the authors\' model built from GraphGPS configs/GPS/{}'

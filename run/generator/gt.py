@@ -1,13 +1,13 @@
 """GT (Dwivedi & Bresson, *A Generalization of Transformer Networks to
 Graphs*): Table 1, {sparse, full} graph x {BatchNorm, LayerNorm} x {LapPE,
 no PE} on ZINC, PATTERN and CLUSTER, as the authors' 500k configs."""
-from common import (CLUSTER, PATTERN, PE_NOTE, ZINC, Config, Registry, Row, data, head,
-                    merge, plateau, stack)
+from .common import (CLUSTER, PATTERN, PE_NOTE, ZINC, Config, Registry, Row, data, head,
+                     merge, plateau, stack)
 
 P = 'gt'
 SRC = 'the authors\' model (graphdeeplearning/graphtransformer, {} 500k config), counted'
 # name: (dataset, d, LapPE k, batch, lr, plateau patience, authors' count)
-SPECS = {
+MODELS = {
     'zinc': ('ZINC', ZINC, 64, 8, 128, 7e-4, 15, 588929),
     'pattern': ('PATTERN', PATTERN, 80, 2, 26, 5e-4, 10, 522982),
     'cluster': ('CLUSTER', CLUSTER, 80, 10, 32, 5e-4, 10, 524026),
@@ -15,7 +15,7 @@ SPECS = {
 
 
 def build(reg: Registry):
-    for key, (name, ds, dim, k, batch, lr, patience, params) in SPECS.items():
+    for key, (name, ds, dim, k, batch, lr, patience, params) in MODELS.items():
         for graph in ('sparse', 'full'):
             for norm in ('bn', 'ln'):
                 for pe in ('lappe', 'nope'):

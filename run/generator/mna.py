@@ -24,7 +24,7 @@ The paper has no public code; what it states and what is guessed:
 """
 from typing import Any, Dict
 
-from common import BENCH_SEEDS, Config, Registry, Row, data, head, merge, optim, stack, train
+from .common import BENCH_SEEDS, Config, Registry, Row, data, head, merge, optim, stack, train
 
 P = 'mna'
 TU = {'NCI1': ('PyG-TUDataset', 'NCI1', 'LinearNode', None),
@@ -54,7 +54,7 @@ def protocol(*, batch: int, epochs: int, warmup: int) -> Dict[str, Any]:
                                            scheduler='transformer_warmup'))
 
 
-GUESSES = ('not published (guesses): {arch}; FFN width d; readout {pool} then a 2-layer MLP; '
+GUESSES = ('guesses (not published): {arch}; FFN width d; readout {pool} then a 2-layer MLP; '
            'warm-up {warmup} epochs of the Transformer schedule')
 NCI1_SIZE = ('MNA-GT Table 5 gives 0.4M for NCI1, which no 3-kernel model of the paper\'s '
              'grid reaches (this one, its smallest: 514,946; 2 kernels: 383,874)')
@@ -64,11 +64,13 @@ def tu(reg: Registry):
     for name, ds in TU.items():
         key = name.lower()
         a = TU_ARCH
-        arch = (f'{a["layers"]} layers, d {a["dim"]}, c + 1 = {a["hops"] + 1} kernels, '
-                f'{a["heads"]} heads of d/m per kernel')
+        arch = (f'{a["layers"]} layers, d {a["dim"]} (the smallest of the paper\'s grid, the '
+                'nearest to Table 5\'s 0.4M); heads of d/m channels (Table 5 rules out eq. 8\'s '
+                'full-width heads, see docs/layers.md)')
         notes = ['MNA-GT §5.2: AdamW lr 2e-4, weight decay 1e-5, dropout 0.2, Transformer '
                  'warm-up; TU datasets 100 epochs, batch 256, random 8:1:1 split per seed; '
-                 '§4.3: 3 kernels, m = 2',
+                 f'§4.3: {a["hops"] + 1} kernels (mna.hops {a["hops"]}), m = {a["heads"]} heads '
+                 'per kernel',
                  GUESSES.format(arch=arch, pool='sum', warmup=WARMUP_TU)]
         base = merge({'dataset': data(*ds[:3], split=[0.8, 0.1, 0.1])},
                      mna_stack(**a), head(layers=2, pool='add', width='constant'),
@@ -141,13 +143,14 @@ def ogb(reg: Registry):
                     head(layers=2 if key == 'molpcba' else 1, pool='mean',
                          width='constant' if key == 'molpcba' else None),
                     protocol(batch=32, epochs=30, warmup=WARMUP_OGB))
-        a = (f'{arch["layers"]} layers, d {arch["dim"]}, {arch["hops"] + 1} kernels, '
-             f'{arch["heads"]} heads of d/m per kernel, sized to Table 5{extra}')
+        a = (f'{arch["layers"]} layers, d {arch["dim"]}, sized to Table 5{extra}; heads of d/m '
+             'channels')
         reg.add(Config(f'mna/{key}.yaml', f'MNA-GT on {name} (MNA-GT Table 3)', cfg, None,
                        'no public code; Table 5 rounds to 0.1M', budget,
                        f'MNA-GT Table 5: {budget / 1e6:.1f}M',
                        notes=['MNA-GT §5.2-5.3: 30 epochs, batch 32, AdamW lr 2e-4, Transformer '
-                              'warm-up, 5 seeds; §4.3: 3 kernels, m = 2',
+                              f'warm-up, 5 seeds; §4.3: {arch["hops"] + 1} kernels (mna.hops '
+                              f'{arch["hops"]}), m = {arch["heads"]} heads per kernel',
                               GUESSES.format(arch=a, pool='mean', warmup=WARMUP_OGB)
                               .replace('then a 2-layer MLP', 'then a 2-layer MLP'
                                        if key == 'molpcba' else 'then the code2 sequence '

@@ -173,14 +173,22 @@ def test_paper_zinc_ab_alternates_default_and_variant(tmp_path):
 
 def test_paper_zinc_rows_build_at_the_authors_size():
     from graphgps_ext.bench.models import (PAPER_ZINC_ROWS, build_model,
-                                           common_params, row_cfg)
-    # Exactly the authors' parameter counts where our architecture matches
-    # theirs (GatedGCN rows differ by GraphGPS's unused BatchNorm).
-    for key in ('gps-gine', 'geaet-gine'):
-        row = PAPER_ZINC_ROWS[key]
+                                           common_params, markdown, row_cfg)
+    # Exactly the authors' parameter counts, or their stated differences.
+    for row in PAPER_ZINC_ROWS.values():
+        if row.anchor_params is None:
+            continue
         model = build_model(row_cfg(row), torch.device('cpu'))
-        assert common_params(model) == row.anchor_params
+        explained = row.anchor_params + sum(n for n, _ in row.param_differences)
+        assert common_params(model) == explained, row.key
         assert row_cfg(row).gt.layers == 10
+    text = markdown([{'model': 'CSA', 'params': 346_245, 'anchor_params': 347_557,
+                      'param_differences': [(-1_280, 'a'), (-30, 'b')],
+                      'train_graphs_per_s': 1.0, 'eval_graphs_per_s': 1.0,
+                      'anchor_train_graphs_per_s': None, 'ratio_to_anchor': None,
+                      'peak_step_mib': 1.0}])
+    assert '346,245 (347,557)*' in text and '-1,280: a' in text
+    assert '-2 not explained' in text
 
 
 def test_layers_and_scaling_smoke(tmp_path):

@@ -9,7 +9,7 @@ from graphgps_ext.encoder import (EDGE_ENCODERS, NODE_ENCODERS, build_edge_encod
 from graphgps_ext.encoder.ast import ASTNode
 from graphgps_ext.encoder.composite import CompositeNodeEncoder
 from graphgps_ext.encoder.dummy_edge import DummyEdge
-from graphgps_ext.encoder.linear import LinearEdge, LinearNode
+from graphgps_ext.encoder.linear import LinearEdge, LinearNode, OneHotNode
 from graphgps_ext.encoder.multi_type import MultiTypeNode
 from graphgps_ext.encoder.ogb import Atom, Bond
 from graphgps_ext.encoder.type_dict import TypeDictEdge, TypeDictNode
@@ -46,7 +46,8 @@ def batch_for(cfg, data=None):
 
 def test_tables_have_from_cfg():
     assert set(NODE_ENCODERS) == {'TypeDictNode', 'MultiTypeNode', 'Atom', 'LinearNode',
-                                  'ASTNode', 'LapPE', 'EquivStableLapPE', 'RWSE'}
+                                  'OneHotNode', 'ASTNode', 'LapPE', 'EquivStableLapPE',
+                                  'RWSE'}
     assert set(EDGE_ENCODERS) == {'TypeDictEdge', 'Bond', 'LinearEdge', 'DummyEdge'}
     for cls in list(NODE_ENCODERS.values()) + list(EDGE_ENCODERS.values()):
         assert hasattr(cls, 'from_cfg')
@@ -218,3 +219,15 @@ def test_type_encoders_gradients():
         assert out.shape == (6, 4), enc
         out.pow(2).sum().backward()
         _grads_ok(enc)
+
+
+def test_one_hot_node_is_an_embedding_table():
+    """OneHotNode on one-hot types = the rows of an nn.Embedding (the GT and
+    Benchmarking-GNNs SBM encoder): F d parameters, d fewer than LinearNode."""
+    torch.manual_seed(0)
+    enc = OneHotNode(3, 8)
+    types = torch.tensor([2, 0, 1, 1])
+    batch = Data(x=torch.nn.functional.one_hot(types, 3).float())
+    torch.testing.assert_close(enc(batch), enc.lin.weight.t()[types])
+    count = lambda m: sum(p.numel() for p in m.parameters())
+    assert count(enc) == 3 * 8 == count(LinearNode(3, 8)) - 8

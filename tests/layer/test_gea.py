@@ -75,7 +75,7 @@ def test_matches_dense_reference():
 
 
 def test_all_parity_switches_match_authors_reference():
-    """All switches on = the authors' GEANet (SPEC §1.1): batch softmax,
+    """All switches on = the authors' GEANet code: batch softmax,
     S = d/H, biased units, no W_o, strided edge heads, no edge skip."""
     torch.manual_seed(0)
     m = GEANet(D, H, D // H, batch_softmax=True, unit_bias=True,

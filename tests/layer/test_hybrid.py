@@ -135,11 +135,37 @@ def test_geaet_zinc_size_parameter_count():
     build = lambda name: BRANCHES[name].from_cfg(c, d)
     m = HybridLayer(d, build('GatedGCN'), build('Transformer'), build('GEANet'))
     count = lambda mod: sum(p.numel() for p in mod.parameters())
-    gated = 5 * (d * d + d) + 2 * d
+    gated = 5 * (d * d + d) + 2 * 2 * d  # node and edge BatchNorm
     transformer = 4 * (d * d + d)
     gea = 2 * (2 * 16 * 16 + d * d) + d * d
     norms, ffn = 4 * 2 * d, (d * 2 * d + 2 * d) + (2 * d * d + d)
     assert count(m.branches['local']) == gated
     assert count(m.branches['global']) == transformer
     assert count(m.branches['external']) == gea
-    assert count(m) == gated + transformer + gea + norms + ffn == 67_968
+    assert count(m) == gated + transformer + gea + norms + ffn == 68_096
+
+
+@pytest.mark.parametrize('parity', [False, True])
+def test_without_ffn_the_output_is_the_branch_sum(parity):
+    """gt.ffn False: X' = sum of Norm(X + Drop(branch)); GEAET's code
+    (gt.parity_norm_without_ffn) normalises that sum once more."""
+    torch.manual_seed(0)
+    m = layer('GCN', None, 'GEANet', ffn=False, norm_without_ffn=parity)
+    randomise_norms(m)
+    m.eval()
+    batch = Batch.from_data_list(data())
+    ctx = context(batch)
+    x, _ = m(batch.x, batch.edge_attr, ctx)
+    h = sum(m.norms[k](batch.x + m.branches[k](batch.x, batch.edge_attr, ctx)[0])
+            for k in ('local', 'external'))
+    assert (m.ffn_norm is not None) == parity
+    torch.testing.assert_close(x, m.ffn_norm(h) if parity else h)
+    params = sum(p.numel() for p in m.parameters())
+    plain = layer('GCN', None, 'GEANet', ffn=False)
+    assert params - sum(p.numel() for p in plain.parameters()) == (2 * D if parity else 0)
+
+
+def test_pre_norm_without_ffn_has_no_output_norm():
+    m = layer(None, 'Transformer', None, pre_norm=True, ffn=False,
+              norm_without_ffn=True)
+    assert m.ffn_norm is None and m.ffn is None

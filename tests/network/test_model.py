@@ -107,3 +107,48 @@ def test_full_model(layer_type, extra):
 def test_unknown_branch_is_named():
     with pytest.raises(ValueError, match="did you mean 'GatedGCN'"):
         build('GatedGCNN+None+None', [])
+
+
+@pytest.mark.parametrize('layer_type,extra', [
+    ('None+MNA+None', ['gt.pre_norm', 'True', 'gt.norm', 'layer']),
+    ('GIN+None+None', ['gt.ffn', 'False']),
+])
+def test_virtual_node_readout(layer_type, extra):
+    """head.pool virtual_node: the graph representation is the state of a
+    node joined to all nodes; batch independence, permutation invariance and
+    gradients (the virtual node's embedding included) hold."""
+    model = build(layer_type, extra + ['head.pool', 'virtual_node'])
+    assert model.virtual_node is not None
+    graphs = [molecule(n, s) for s, n in enumerate([7, 12, 5])]
+    model.train()
+    pred, _ = model(Batch.from_data_list(graphs))
+    assert pred.shape == (3, 1)
+    pred.sum().backward()
+    assert model.virtual_node.embedding.grad is not None
+    assert not [n for n, p in model.named_parameters() if p.grad is None]
+    model.eval()
+    with torch.no_grad():
+        together = model(Batch.from_data_list(graphs))[0]
+        alone = model(Batch.from_data_list([graphs[1]]))[0]
+        assert torch.allclose(together[1], alone[0], atol=1e-5)
+        g = graphs[1]
+        perm = torch.randperm(g.num_nodes, generator=torch.Generator().manual_seed(3))
+        inv = torch.empty_like(perm)
+        inv[perm] = torch.arange(g.num_nodes)
+        gp = Data(x=g.x[perm], edge_index=inv[g.edge_index], edge_attr=g.edge_attr,
+                  pe_rwse=g.pe_rwse[perm], y=g.y, num_nodes=g.num_nodes)
+        permuted = model(Batch.from_data_list([graphs[0], gp, graphs[2]]))[0]
+        assert torch.allclose(permuted, together, atol=1e-5)
+
+
+def test_virtual_node_readout_needs_a_graph_task_and_no_edge_stream():
+    node_task = TaskInfo(name='sbm', task='node', task_type='classification',
+                         num_outputs=2, loss='cross_entropy', metric='accuracy',
+                         metric_direction='max', node_encoder='TypeDictNode',
+                         node_num_types=28, head='inductive_node')
+    cfg = load_cfg(None, ['gt.layer_type', 'GIN+None+None', 'head.pool', 'virtual_node'])
+    with pytest.raises(ValueError, match='graph-level tasks'):
+        GPSModel(cfg, node_task)
+    model = build('GINE+None+None', ['head.pool', 'virtual_node'])
+    with pytest.raises(ValueError, match='virtual-node readout'):
+        model(Batch.from_data_list([molecule(5, 0)]))
