@@ -616,12 +616,14 @@ class _Translator:
                                             'gea.parity_slots_eq_head_dim': True})
         self.translate('GEANet.edge_unit', {'gea.edge_unit': edge})
         self.translate('GEANet.shared_unit', {'gea.shared_unit': shared})
-        for key, value in (('gea.node_unit', True), ('gea.shared_width', 'full'),
-                           ('gea.edge_norm', 'none')):
-            self.put(key, value)
+        self.put('gea.node_unit', True)
+        if shared:
+            self.put('gea.shared_width', 'full')
         parity = ('gea.parity_unit_bias', 'gea.parity_no_out_proj',
-                  'gea.parity_batch_softmax', 'gea.parity_strided_edge_heads',
-                  'gea.parity_edge_no_skip')
+                  'gea.parity_batch_softmax')
+        if edge:  # the edge stream's options exist only with an edge unit
+            self.put('gea.edge_norm', 'none')
+            parity += ('gea.parity_strided_edge_heads', 'gea.parity_edge_no_skip')
         for key in parity:
             self.put(key, True)
         self.note('GEANet as in the GEAET code -> ' + ', '.join(

@@ -52,17 +52,19 @@ def shared_data(tmp_path):
 
 
 def make_tiny_cfg(out_dir):
-    """GraphGym defaults + the ``gt``, ``train_ext`` and ``speed`` groups
-    (no registry)."""
+    """GraphGym defaults + the ``gt``, ``dataset_ext``, ``train_ext`` and
+    ``speed`` groups (no registry)."""
     from torch_geometric.graphgym.config import set_cfg
     from yacs.config import CfgNode
 
+    from graphgps_ext.config.dataset import dataset_cfg
     from graphgps_ext.config.gt import gt_cfg
     from graphgps_ext.config.speed import speed_cfg
     from graphgps_ext.config.train import train_cfg
     cfg = CfgNode()
     set_cfg(cfg)
     gt_cfg(cfg)
+    dataset_cfg(cfg)
     train_cfg(cfg)
     speed_cfg(cfg)
     cfg.out_dir = str(out_dir)

@@ -300,6 +300,7 @@ def test_two_processes_reduce_exactly(tmp_path):
 # ------------------------------------------------------------------ end to end
 SMALL = ['dataset.tree_depth', '2', 'dataset.max_graphs', '90',
          'gt.layer_type', 'GatedGCN+None+None', 'mpnn.edge_norm', 'layer',
+         'mpnn.node_norm', 'layer',  # BatchNorm statistics are per process
          'gt.layers', '2', 'gt.dim_hidden', '16', 'train.batch_size_global', '32',
          'optim.base_lr', '0.01', 'optim.scheduler', 'none', 'run_name', 'q']
 

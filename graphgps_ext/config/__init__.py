@@ -331,6 +331,10 @@ def coerce(key: str, value, default, where: str):
     type change raises :class:`ConfigError` naming the expected type."""
     if default is None:
         return value
+    if isinstance(value, str) and not isinstance(default, str):
+        # As yacs reads a value: a Python literal in text (YAML 1.1 reads
+        # '1e-5', without a dot, as a string).
+        value = CfgNode._decode_cfg_value(value)
     if type(value) is type(default):
         return value
     if isinstance(default, float) and isinstance(value, int) \

@@ -53,6 +53,8 @@ def test_damaged_entry_is_recomputed_with_a_warning(make_cfg, tmp_path, monkeypa
     real = T.compute_entries
     monkeypatch.setattr(T, 'compute_entries',
                         lambda *a, **k: calls.append(a[0]) or real(*a, **k))
+    # setup_logging (run by other tests) stops propagation to caplog's handler
+    monkeypatch.setattr(logging.getLogger('graphgps_ext'), 'propagate', True)
     with caplog.at_level(logging.WARNING, logger='graphgps_ext'):
         again = precompute_encodings(random_graphs(), cfg, folder)
     assert f'encoding cache {path} cannot be used' in caplog.text
