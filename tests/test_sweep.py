@@ -51,7 +51,11 @@ if gpu not in ('unset', ''):
         sys.exit(9)
 record(f'run {name} {seed} gpu={gpu} overwrite={int(overwrite)} extra=' + ' '.join(rest[2:]))
 print(f'log line of {name} {seed}', flush=True)
+print(f'threads {os.environ.get("OMP_NUM_THREADS", "unset")}', flush=True)
+start = time.time()
 time.sleep(0.2)
+with open(os.environ['FAKE_EVENTS'] + '.spans', 'a') as f:
+    f.write(f'{start} {time.time()}\n')
 if gpu not in ('unset', ''):
     os.rmdir(lock)
 if 'fail' in name:
@@ -334,6 +338,25 @@ def test_cpu_sequential_and_failures(ws):
     assert [e.split(' --')[0] for e in ws.events() if e.startswith('agg ')] == [
         'agg results/geaet-zinc']
     assert 'no complete run of gt-fail' in out
+
+
+def test_cpu_jobs_run_side_by_side_with_a_share_of_the_cores(ws, monkeypatch):
+    monkeypatch.delenv('OMP_NUM_THREADS', raising=False)
+    monkeypatch.setattr(os, 'cpu_count', lambda: 8)
+    ws.expect_fingerprints()
+    _, out = ws('--python', 'fakepy', '--cpu', '--jobs', '2', '--seeds', '0-3',
+                'configs/geaet/zinc.yaml')
+    assert len([e for e in ws.events() if e.startswith('run ')]) == 4
+    spans = [tuple(map(float, line.split())) for line in
+             (ws.root / 'events.spans').read_text().splitlines()]
+    at_once = [sum(a <= t < b for a, b in spans) for t, _ in spans]
+    assert max(at_once) == 2  # two at a time, never more
+    log = (ws.root / 'results' / 'geaet-zinc' / 'logs' / 'seed3.log').read_text()
+    assert 'threads 4' in log  # 8 cores / 2 jobs
+    _, out = ws('--cpu', '--jobs', '2', '--dry-run', '--force', 'configs/geaet/zinc.yaml')
+    assert "2 runs at a time on CPU (CUDA_VISIBLE_DEVICES='', OMP_NUM_THREADS=4)" in out
+    rc, _ = ws('--jobs', '2', 'configs/geaet/zinc.yaml', check=False)
+    assert rc == 2 and '--jobs runs several runs at a time on the CPU' in ws.err
 
 
 def test_shell_wrappers(ws):

@@ -79,7 +79,10 @@ def build_parser() -> argparse.ArgumentParser:
                    help='GPU queue, e.g. 0,1,2,3: one run per GPU at a time '
                         '(CUDA_VISIBLE_DEVICES); the next run starts when a GPU frees up')
     g.add_argument('--cpu', action='store_true',
-                   help="sequential on the CPU (CUDA_VISIBLE_DEVICES='')")
+                   help="on the CPU (CUDA_VISIBLE_DEVICES=''), sequential unless --jobs")
+    g.add_argument('--jobs', type=int, default=1, metavar='N',
+                   help='with --cpu: N runs at a time, each with OMP_NUM_THREADS = '
+                        'CPU cores / N (unless OMP_NUM_THREADS is set)')
     g = p.add_argument_group(
         'SLURM', 'With --slurm the runs become an array job (one task per run still to do;\n'
                  'scripts in <results>/_slurm/) and the aggregation a dependent job\n'
@@ -151,6 +154,11 @@ def _check(args, overrides: List[str]):
         raise SweepError('--slurm and --gpus are exclusive (SLURM assigns GPUs)')
     if args.cpu and args.gpus:
         raise SweepError('--cpu and --gpus are exclusive')
+    if args.jobs < 1:
+        raise SweepError(f'--jobs must be >= 1, got {args.jobs}')
+    if args.jobs > 1 and not args.cpu:
+        raise SweepError('--jobs runs several runs at a time on the CPU: add --cpu '
+                         '(GPU queues run one run per GPU: --gpus)')
     if args.gpus and not re.fullmatch(r'\d+(,\d+)*', args.gpus):
         raise SweepError(f"--gpus must be a comma-separated list of GPU ids, got '{args.gpus}'")
     if args.sample is not None and not args.grid:
@@ -338,9 +346,12 @@ def _main(args, overrides: List[str], plan_pairs, say) -> int:
 
 def _local(args, plan: Plan, python, aggs, skipped: str, search_dir, say) -> int:
     devices = (args.gpus.split(',') if args.gpus else [] if args.cpu else None)
+    threads = local.threads_per_job(args.jobs)
     if args.dry_run:
         say('# ' + (f'GPU queue on {args.gpus}: one run per GPU at a time '
                     '(CUDA_VISIBLE_DEVICES=<gpu>)' if args.gpus else
+                    f"{args.jobs} runs at a time on CPU (CUDA_VISIBLE_DEVICES='', "
+                    f'OMP_NUM_THREADS={threads})' if args.jobs > 1 else
                     "sequential on CPU (CUDA_VISIBLE_DEVICES='')" if args.cpu else 'sequential'))
         for t in plan.targets:
             say(f'# {t.config}: results {t.folder}/<seed>, logs {t.folder}/logs, '
@@ -355,7 +366,8 @@ def _local(args, plan: Plan, python, aggs, skipped: str, search_dir, say) -> int
                 say(shlex.join(cmd))
         return 0
     say(f'# {len(plan.runs)} run(s) to do, {skipped}')
-    failed = local.run_all(plan.runs, python, args.main, devices, say)
+    failed = local.run_all(plan.runs, python, args.main, devices, say,
+                           jobs=args.jobs, threads=threads)
     agg_failed = False
     if aggs and search_dir is not None:
         agg_failed = subprocess.run(aggs[0]).returncode not in (0,)

@@ -1,7 +1,8 @@
 """Running a sweep's runs on this machine: one after the other (on the
-environment's devices or on the CPU), or as a queue over GPUs with one run
-per GPU at a time (``CUDA_VISIBLE_DEVICES``), the next run starting when a
-GPU frees up. Each run's output goes to its log file
+environment's devices or on the CPU), ``jobs`` at a time on the CPU (each
+with ``OMP_NUM_THREADS`` = cores / jobs), or as a queue over GPUs with one
+run per GPU at a time (``CUDA_VISIBLE_DEVICES``), the next run starting when
+a GPU frees up. Each run's output goes to its log file
 (``<out_dir>/<run_name>/logs/seed<S>.log``), headed by the command line."""
 import datetime
 import os
@@ -22,13 +23,26 @@ def _now() -> str:
     return datetime.datetime.now().strftime('%H:%M:%S')
 
 
-def run_one(run: Run, python: Sequence[str], main: str, device: Optional[str]) -> int:
-    """Run ``run`` with ``CUDA_VISIBLE_DEVICES=device`` (``None``: inherit),
-    output to its log file; returns the exit code."""
+def threads_per_job(jobs: int) -> Optional[int]:
+    """Threads of each of ``jobs`` concurrent CPU runs: this machine's cores
+    divided among them, or ``None`` (the default) for one job or when the
+    environment sets ``OMP_NUM_THREADS`` itself."""
+    if jobs <= 1 or os.environ.get('OMP_NUM_THREADS'):
+        return None
+    return max(1, (os.cpu_count() or 1) // jobs)
+
+
+def run_one(run: Run, python: Sequence[str], main: str, device: Optional[str],
+            threads: Optional[int] = None) -> int:
+    """Run ``run`` with ``CUDA_VISIBLE_DEVICES=device`` (``None``: inherit)
+    and ``OMP_NUM_THREADS=threads`` (``None``: inherit), output to its log
+    file; returns the exit code."""
     cmd = main_command(python, main, run)
     env = dict(os.environ)
     if device is not None:
         env['CUDA_VISIBLE_DEVICES'] = device
+    if threads is not None:
+        env['OMP_NUM_THREADS'] = str(threads)
     os.makedirs(os.path.dirname(run.log), exist_ok=True)
     with open(run.log, 'w') as log:
         where = (f' CUDA_VISIBLE_DEVICES={device}' if device is not None else '')
@@ -44,9 +58,11 @@ def run_one(run: Run, python: Sequence[str], main: str, device: Optional[str]) -
 
 
 def run_all(runs: Sequence[Run], python: Sequence[str], main: str, devices: Devices,
-            say: Callable[[str], None] = print) -> List[str]:
-    """Run every run (sequentially, or as a GPU queue when ``devices`` lists
-    GPUs); returns one line per failed run."""
+            say: Callable[[str], None] = print, jobs: int = 1,
+            threads: Optional[int] = None) -> List[str]:
+    """Run every run (sequentially, ``jobs`` at a time with ``threads`` each
+    on the CPU, or as a GPU queue when ``devices`` lists GPUs); returns one
+    line per failed run."""
     failed: List[str] = []
     lock = threading.Lock()
 
@@ -54,7 +70,7 @@ def run_all(runs: Sequence[Run], python: Sequence[str], main: str, devices: Devi
         where = ('' if devices is None else ' on CPU' if device == '' else f' on GPU {device}')
         with lock:
             say(f'[{_now()}] start {run.target.name} seed {run.seed}{where} -> {run.log}')
-        rc = run_one(run, python, main, device)
+        rc = run_one(run, python, main, device, threads)
         with lock:
             if rc == 0:
                 say(f'[{_now()}] done {run.target.name} seed {run.seed}')
@@ -63,8 +79,10 @@ def run_all(runs: Sequence[Run], python: Sequence[str], main: str, devices: Devi
                 failed.append(f'{run.target.name} seed {run.seed} (exit {rc}, log {run.log})')
 
     if not devices:
-        for run in runs:
-            one(run, None if devices is None else '')
+        device = None if devices is None else ''
+        with ThreadPoolExecutor(max_workers=jobs) as pool:
+            for f in [pool.submit(one, run, device) for run in runs]:
+                f.result()
         return failed
     free: 'queue.Queue[str]' = queue.Queue()
     for gpu in devices:
