@@ -1,0 +1,93 @@
+"""Every command block of README.md works as written.
+
+The ``bash`` blocks run in order, each as one ``bash -e`` script, in a
+scratch copy of the checkout (its tracked files, with ``../shared`` beside
+it as in CI), so that what they write never touches the checkout. A block
+preceded by ``<!-- readme-test: skip (reason) -->`` is not run: installing,
+the test suite itself, runs of hours, GPUs and clusters. Every other block
+must exit 0.
+"""
+import os
+import re
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+SKIP = re.compile(r'<!--\s*readme-test:\s*skip\s*\((.+?)\)\s*-->')
+SHARED = os.path.join(ROOT, os.pardir, 'shared')
+
+
+def blocks():
+    """``[(first line number, script, skip reason or None)]`` of README.md's
+    bash blocks."""
+    lines = open(os.path.join(ROOT, 'README.md')).read().splitlines()
+    out, i = [], 0
+    while i < len(lines):
+        if lines[i].strip() == '```bash':
+            start = i
+            body = []
+            i += 1
+            while lines[i].strip() != '```':
+                body.append(lines[i])
+                i += 1
+            before = next((lines[j] for j in range(start - 1, -1, -1)
+                           if lines[j].strip()), '')
+            m = SKIP.search(before)
+            out.append((start + 1, '\n'.join(body) + '\n', m.group(1) if m else None))
+        i += 1
+    return out
+
+
+def test_setup_and_test_commands_are_the_ci_ones():
+    """The README's install and test commands are exactly what CI runs."""
+    ci = open(os.path.join(ROOT, '.ci', 'run')).read()
+    scripts = [script for _, script, _ in blocks()]
+    assert scripts[0].strip() == 'pip install torch==2.13.0 && pip install -e ".[dev]"'
+    assert 'python -m pip install torch==2.13.0' in ci
+    assert 'python -m pip install -e ".[dev]"' in ci
+    assert 'python -m pytest -q tests\n' in scripts
+    assert 'python -m pytest -q tests' in ci
+
+
+def _copy_checkout(dest):
+    files = subprocess.run(['git', 'ls-files', '-z'], cwd=ROOT, capture_output=True,
+                           check=True).stdout.decode().split('\0')
+    for rel in filter(None, files):
+        src = os.path.join(ROOT, rel)
+        if os.path.isfile(src):
+            os.makedirs(os.path.dirname(os.path.join(dest, rel)), exist_ok=True)
+            shutil.copy2(src, os.path.join(dest, rel))
+
+
+@pytest.mark.skipif(shutil.which('git') is None or not os.path.isdir(os.path.join(ROOT, '.git')),
+                    reason='needs a git checkout')
+def test_readme_commands_run_as_written(tmp_path):
+    work = tmp_path / 'checkout'
+    _copy_checkout(str(work))
+    if os.path.isdir(SHARED):
+        os.symlink(os.path.abspath(SHARED), tmp_path / 'shared')
+    env = dict(os.environ, PYTHONPATH=str(work), OMP_NUM_THREADS='1',
+               PATH=os.path.dirname(sys.executable) + os.pathsep + os.environ['PATH'])
+    ran = 0
+    for line, script, skip in blocks():
+        if skip is not None:
+            continue
+        # Never (re)install from a test: such a block must say skip.
+        assert not re.search(r'\bpip install\b|\bconda\b', script), (
+            f'README.md line {line}: an install command must be marked '
+            "'<!-- readme-test: skip (installs packages) -->'")
+        if '../shared/' in script and not os.path.isdir(SHARED):
+            continue  # the offline data is not beside this checkout
+        proc = subprocess.run(['bash', '-e', '-c', script], cwd=work, env=env,
+                              capture_output=True, text=True, timeout=600)
+        assert proc.returncode == 0, (
+            f'README.md line {line}: exit {proc.returncode}\n{script}\n'
+            f'{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}')
+        assert 'Traceback' not in proc.stderr, f'README.md line {line}\n{proc.stderr}'
+        if 'configs/quickstart.yaml\n' in script and 'main.py' in script:
+            assert 'best epoch' in proc.stdout
+        ran += 1
+    assert ran >= 8
