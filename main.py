@@ -129,7 +129,8 @@ def failures() -> List[Failure]:
     from graphgps_ext.config import ConfigError
     from graphgps_ext.loader.errors import DataError
     from graphgps_ext.run import StartRefused
-    from graphgps_ext.train.checkpoint import CheckpointError, ResultsWriteError
+    from graphgps_ext.files import ResultsWriteError
+    from graphgps_ext.train.checkpoint import CheckpointError
     from graphgps_ext.train.loop import NonFiniteLossError
     return [
         (ConfigError, EXIT_USAGE, lambda e, cmd: f'config error: {e}'),

@@ -45,7 +45,7 @@ class DryRun:
             the config as loaded.
         translation: the :class:`~graphgps_ext.compat.Translation` of a
             foreign config, else ``None``.
-        task: the dataset's :class:`~graphgps_ext.loader.task.TaskInfo`, or
+        task: the dataset's :class:`~graphgps_ext.task.TaskInfo`, or
             ``None`` when its shapes need the data (``unknown`` says why).
         model: the built model (``None`` with ``task``).
         params: its trainable parameter count (``None`` with ``task``).

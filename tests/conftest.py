@@ -124,7 +124,7 @@ def tiny_dataset(num_graphs: int, seed: int):
 
 
 def tiny_task():
-    from graphgps_ext.loader.task import TaskInfo
+    from graphgps_ext.task import TaskInfo
     return TaskInfo(name='tiny', task='graph', task_type='classification',
                     num_outputs=2, loss='cross_entropy', metric='accuracy',
                     metric_direction='max', metrics=['accuracy', 'f1_macro'],

@@ -306,7 +306,8 @@ SMALL = ['dataset.tree_depth', '2', 'dataset.max_graphs', '90',
 
 
 def _stats(run_dir):
-    from graphgps_ext.logger import STATS_FILE, read_jsonl
+    from graphgps_ext.files import read_jsonl
+    from graphgps_ext.logger import STATS_FILE
     return {s: [{k: v for k, v in r.items() if k != 'time_epoch'}
                 for r in read_jsonl(os.path.join(run_dir, s, STATS_FILE))]
             for s in ('train', 'val', 'test')}

@@ -16,7 +16,8 @@ import time
 
 import pytest
 
-from graphgps_ext.logger import STATS_FILE, read_jsonl
+from graphgps_ext.files import read_jsonl
+from graphgps_ext.logger import STATS_FILE
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 MAIN = os.path.join(ROOT, 'main.py')

@@ -13,7 +13,8 @@ from torch import nn
 
 from graphgps_ext import seed_folder
 from graphgps_ext.config import ConfigError
-from graphgps_ext.logger import STATS_FILE, read_jsonl
+from graphgps_ext.files import ResultsWriteError, read_jsonl
+from graphgps_ext.logger import STATS_FILE
 from graphgps_ext.run import StartRefused
 from graphgps_ext.train import checkpoint as ckpt
 from graphgps_ext.train.loop import NonFiniteLossError
@@ -101,7 +102,7 @@ def test_failed_start_leaves_a_finished_seed_untouched(tiny_run, tiny_cfg,
 
         with monkeypatch.context() as m:
             m.setattr(os, 'fsync', full)
-            with pytest.raises(ckpt.ResultsWriteError, match='No space left'):
+            with pytest.raises(ResultsWriteError, match='No space left'):
                 tiny_run.run_seed(tiny_cfg.clone(), overwrite=True)
         assert snapshot(run_dir) == before
     assert sorted(os.listdir(run_dir)) == sorted(
@@ -303,7 +304,7 @@ def test_disk_full_mid_run_keeps_the_last_good_state(tiny_run, tiny_cfg, tmp_pat
         real(fd)
 
     monkeypatch.setattr(os, 'fsync', fills_up)
-    with pytest.raises(ckpt.ResultsWriteError, match='No space left'):
+    with pytest.raises(ResultsWriteError, match='No space left'):
         tiny_run.run_seed(tiny_cfg.clone())
     monkeypatch.setattr(os, 'fsync', real)
     assert not [p for p in snapshot(run_dir) if '.tmp' in p]

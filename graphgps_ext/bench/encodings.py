@@ -142,7 +142,7 @@ def on_the_fly_rows(name: str, graphs: list, batch_size: int,
     from graphgps_ext.config.posenc import posenc_cfg
     from graphgps_ext.encoder.pair import PairEncoder
     from graphgps_ext.layer.context import GraphContext
-    from graphgps_ext.loader.task import TaskInfo
+    from graphgps_ext.task import TaskInfo
 
     from graphgps_ext.bench.common import sync
 

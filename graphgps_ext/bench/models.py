@@ -54,7 +54,7 @@ def make_cfg(opts: Sequence = ()):
 
 def zinc_task():
     """The :class:`TaskInfo` of ZINC (graph regression, L1, MAE)."""
-    from graphgps_ext.loader.task import TaskInfo
+    from graphgps_ext.task import TaskInfo
     return TaskInfo(name='ZINC', task='graph', task_type='regression',
                     num_outputs=1, loss='l1', metric='mae',
                     metric_direction='min', metrics=['mae'],

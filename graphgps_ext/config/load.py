@@ -272,7 +272,7 @@ def _check_task_fit(cfg: CfgNode, name: str, task_type: str,
 
 def finalize_cfg(cfg: CfgNode, task) -> Tuple[str, str]:
     """Resolve the dataset-dependent ``auto`` values from ``task``
-    (:class:`~graphgps_ext.loader.task.TaskInfo`) and log the config's
+    (:class:`~graphgps_ext.task.TaskInfo`) and log the config's
     warnings (:func:`~graphgps_ext.config.config_warnings`: keys a file sets
     that have no effect, a run shorter than its warm-up, ...); returns
     ``(metric_best, direction)``."""

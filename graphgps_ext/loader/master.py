@@ -12,8 +12,7 @@ from torch_geometric.data import Dataset
 
 from graphgps_ext.loader import splits as split_utils
 from graphgps_ext.loader.sources import FORMATS, Source, check_dataset
-from graphgps_ext.loader.task import TaskInfo
-from graphgps_ext.loader.tasks import apply_overrides, build_task
+from graphgps_ext.task import TaskInfo, apply_overrides, build_task
 
 log = logging.getLogger(__name__)
 

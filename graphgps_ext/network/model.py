@@ -25,7 +25,7 @@ from graphgps_ext.head.base import pool_name
 from graphgps_ext.head.virtual_node import VirtualNode
 from graphgps_ext.layer.context import GraphContext
 from graphgps_ext.layer.hybrid import HybridLayer
-from graphgps_ext.loader.task import TaskInfo
+from graphgps_ext.task import TaskInfo
 
 
 def parse_layer_type(layer_type: str):
@@ -60,7 +60,7 @@ class GPSModel(nn.Module):
 
     Args:
         cfg: the resolved config.
-        task: the dataset's :class:`~graphgps_ext.loader.task.TaskInfo`.
+        task: the dataset's :class:`~graphgps_ext.task.TaskInfo`.
 
     ``forward(batch)`` returns ``(pred, true)`` as GraphGym heads do.
     """

@@ -19,7 +19,7 @@ import torch
 
 from graphgps_ext.config import ConfigError
 from graphgps_ext.config.load import default_cfg, finalize_cfg, load_cfg
-from graphgps_ext.loader.task import TaskInfo
+from graphgps_ext.task import TaskInfo
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 QUICKSTART = os.path.join(ROOT, 'configs', 'quickstart.yaml')

@@ -6,7 +6,7 @@ import torch
 from graphgps_ext.config import ConfigError
 from graphgps_ext.config.load import (config_name, finalize_cfg, load_cfg,
                                       resolve_accelerator)
-from graphgps_ext.loader.task import TaskInfo
+from graphgps_ext.task import TaskInfo
 
 
 def test_config_name():

@@ -7,9 +7,10 @@ import os
 import pytest
 import torch
 
-from graphgps_ext.logger import STATS_FILE, read_jsonl
+from graphgps_ext.files import read_jsonl
+from graphgps_ext.logger import STATS_FILE
 from graphgps_ext.train import checkpoint as ckpt
-from graphgps_ext.train.loop import NonFiniteLossError, concat
+from graphgps_ext.train.loop import NonFiniteLossError, all_finite, concat
 from graphgps_ext.train.loss import LOSSES, cross_entropy
 
 
@@ -365,3 +366,11 @@ def test_compiled_run_matches_eager_and_resumes_eagerly(tiny_run, tiny_cfg,
     tiny_run.run_seed(tiny_cfg, callbacks=[lambda t, e, r: nets.append(t.train_net)])
     assert [r['epoch'] for r in stats(run_dir, 'train')] == [0, 1]
     assert len(nets) == 1 and isinstance(nets[0], TinyNet)
+
+
+def test_all_finite():
+    lin = torch.nn.Linear(2, 2)
+    assert all_finite(lin)
+    with torch.no_grad():
+        lin.bias[0] = float('inf')
+    assert not all_finite(lin)

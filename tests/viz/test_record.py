@@ -5,7 +5,7 @@ import torch
 from torch_geometric.data import Batch, Data
 from torch_geometric.utils import scatter
 
-from graphgps_ext.loader.task import TaskInfo
+from graphgps_ext.task import TaskInfo
 from graphgps_ext.viz import graph_maps, node_scores, record_attention
 from graphgps_ext.viz.record import sparse_to_dense
 
