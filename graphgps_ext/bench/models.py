@@ -36,7 +36,7 @@ from torch import nn
 from graphgps_ext.bench import common
 from graphgps_ext.bench.data import (EDGE_TYPES, FAMILIES, NODE_TYPES,
                                      add_rwse, make_graphs)
-from graphgps_ext.config.speed import autocast, clip_grad_norm_
+from graphgps_ext.train.speed import autocast, clip_grad_norm_
 
 
 def make_cfg(opts: Sequence = ()):
@@ -195,7 +195,7 @@ class Runner:
     def __init__(self, row: ModelRow, dataset, device: torch.device,
                  seed: int = 0, use_compile: bool = False, bf16: bool = False,
                  opts: Sequence = ()):
-        from graphgps_ext.config.speed import compile_model
+        from graphgps_ext.train.speed import compile_model
         from graphgps_ext.loader.dataloader import graph_loader
         from graphgps_ext.train.optim import build_optimizer, stepped_params
         from graphgps_ext.train.loss import LOSSES

@@ -67,14 +67,14 @@ import torch
 from torch import Tensor, nn
 
 from graphgps_ext import dist
-from graphgps_ext.config import speed
 from graphgps_ext.logger import RunLogger, get_logger
 from graphgps_ext.metrics import compute_metrics, is_better
 from graphgps_ext.train import checkpoint as ckpt
-from graphgps_ext.train.rng import rng_state, seed_everything, set_rng_state
+from graphgps_ext.train import speed
 from graphgps_ext.train.optim import (build_optimizer, build_scheduler,
                                       current_lr, load_optimizer_state,
                                       stepped_params)
+from graphgps_ext.train.rng import rng_state, seed_everything, set_rng_state
 
 
 class NonFiniteLossError(RuntimeError):
