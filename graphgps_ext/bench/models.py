@@ -178,7 +178,7 @@ def make_dataset(cfg, num_graphs: int, seed: int):
     """Synthetic ZINC-size graphs with the encodings ``cfg`` asks for."""
     graphs = make_graphs(FAMILIES['zinc'], num_graphs, seed)
     try:
-        from graphgps_ext.transform import precompute_encodings
+        from graphgps_ext.transform.precompute import precompute_encodings
     except ImportError:
         add_rwse(graphs, 20)
         return graphs, 'graphgps_ext.bench.data.add_rwse'

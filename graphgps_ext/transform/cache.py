@@ -23,17 +23,17 @@ import hashlib
 import json
 import logging
 import os
-from typing import Dict, Optional, Tuple
+from typing import Optional
 
 import torch
 from torch import Tensor
 
 from graphgps_ext.files import atomic_write_bytes
+from graphgps_ext.transform.dense import Entry
 
 # 2: Laplacian eigenvectors in the canonical basis of their eigenspaces.
 CACHE_VERSION = 2
 
-Entry = Dict[str, Tuple[Tensor, Tensor]]
 log = logging.getLogger(__name__)
 
 

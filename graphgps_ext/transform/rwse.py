@@ -14,7 +14,7 @@ for every ``k`` — never NaN. Padding nodes of a dense batch are isolated and
 therefore also 0.
 
 Shapes: ``adj`` ``[G, n, n]`` -> ``[G, n, |K|]``; the dataset precompute
-(:mod:`graphgps_ext.transform.precompute`) stores ``pe_rwse`` ``[N, |K|]``
+(:mod:`graphgps_ext.transform.dense_pass`) stores ``pe_rwse`` ``[N, |K|]``
 (float32, node order of the dataset). Graphs of equal size are stacked and
 the powers are batched ``bmm`` in the adjacency's dtype (the precompute
 uses float32, as GraphGPS does: within :math:`10^{-7}` of float64 on ZINC
