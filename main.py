@@ -167,7 +167,7 @@ def main(argv: Optional[List[str]] = None) -> int:
         from graphgps_ext.dry_run import main as dry_run
         return dry_run(args.cfg_file, args.opts, args.seeds, args.repeat)
     from graphgps_ext import dist
-    from graphgps_ext.config.load import load_cfg
+    from graphgps_ext.run_config import load_cfg
     from graphgps_ext.run import resume_command, run_seed
 
     signal.signal(signal.SIGTERM, _sigterm)

@@ -128,7 +128,7 @@ def check(cfg_file: str, opts: Sequence[str] = ()) -> DryRun:
     dataset's known shapes. Raises :class:`~graphgps_ext.config.ConfigError`."""
     from graphgps_ext import compat
     from graphgps_ext.config import ConfigError
-    from graphgps_ext.config.load import finalize_cfg, load_cfg
+    from graphgps_ext.run_config import finalize_cfg, load_cfg
     from graphgps_ext.identity import identity
     from graphgps_ext.loader.shapes import ShapesUnknown, task_without_data
     from graphgps_ext.run import build_model

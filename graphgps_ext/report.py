@@ -63,9 +63,9 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 import numpy as np
 
 from graphgps_ext.config import ConfigError, read_yaml
-from graphgps_ext.config.load import config_name
 from graphgps_ext.files import read_jsonl, write_text
 from graphgps_ext.logger import STATS_FILE
+from graphgps_ext.run_config import config_name
 from graphgps_ext.sweep.plan import parse_seeds
 from graphgps_ext.task import SPLITS
 
@@ -404,7 +404,7 @@ def shipped_config(path: str) -> Dict[str, Any]:
     if path not in _SHIPPED:
         data = _read_yaml(path)
         try:
-            from graphgps_ext.config.load import load_cfg
+            from graphgps_ext.run_config import load_cfg
             from graphgps_ext.logger import cfg_to_dict
             data = cfg_to_dict(load_cfg(path, []))
         except Exception:  # noqa: BLE001 - any failure: compare the file as written

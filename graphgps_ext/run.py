@@ -61,20 +61,20 @@ import torch_geometric.graphgym.register as gg
 
 from graphgps_ext import dist
 from graphgps_ext.config import ConfigError
-from graphgps_ext.config.load import finalize_cfg
-from graphgps_ext.identity import (fingerprint, format_changes, identity,
-                                   resume_changes, seed_status)
 from graphgps_ext.files import (ResultsWriteError, remove_temp_files,
                                 write_guard, write_json, write_text)
+from graphgps_ext.identity import (fingerprint, format_changes, identity,
+                                   resume_changes, seed_status)
 from graphgps_ext.logger import (RunLogger, attach_run_log, get_logger,
                                  setup_logging, truncate_stats)
+from graphgps_ext.run_config import finalize_cfg
 from graphgps_ext.seed_folder import (Replacement, SeedLock, SeedLocked,
                                       recover, run_entries)
 from graphgps_ext.train import checkpoint as ckpt
 from graphgps_ext.train.checkpoint import CheckpointError
 from graphgps_ext.train.loop import NonFiniteLossError, Trainer
-from graphgps_ext.train.rng import seed_everything
 from graphgps_ext.train.loss import LOSSES
+from graphgps_ext.train.rng import seed_everything
 
 HISTORY_FILE = 'resume_history.jsonl'
 
@@ -146,7 +146,7 @@ def run_seed(cfg, cfg_file: Optional[str] = None,
              callbacks: Sequence[Callable] = (), opts: Sequence[str] = (),
              overwrite: bool = False) -> Optional[Dict[str, Any]]:
     """Train and evaluate one seed (``cfg.seed``, ``cfg`` as loaded by
-    :func:`graphgps_ext.config.load.load_cfg`); returns the best record.
+    :func:`graphgps_ext.run_config.load_cfg`); returns the best record.
 
     ``opts`` (the command line's overrides) go into the resume command that
     is logged on interruption; ``overwrite`` replaces a finished seed.

@@ -114,7 +114,7 @@ def test_encoder_batchnorm_is_explicit():
 def test_encoder_batchnorm_counts_2d_parameters_each():
     """GraphGPS ZINC (d 64) has exactly its published count without encoder
     BatchNorms; each of them adds 2 d."""
-    from graphgps_ext.config.load import load_cfg
+    from graphgps_ext.run_config import load_cfg
     from graphgps_ext.network.model import num_parameters
     from graphgps_ext.run import build_model
     path = os.path.join('configs', 'gps', 'zinc.yaml')
@@ -159,7 +159,7 @@ def _one_step(cfg, model, task):
 @pytest.mark.parametrize('path', CONFIGS, ids=[p[len('configs/'):-len('.yaml')]
                                                for p in CONFIGS])
 def test_config_loads_fits_its_budget_and_trains_one_step(path):
-    from graphgps_ext.config.load import load_cfg
+    from graphgps_ext.run_config import load_cfg
     from graphgps_ext.network.model import num_parameters
     from graphgps_ext.run import build_model
     cfg = load_cfg(os.path.join(ROOT, path), [])

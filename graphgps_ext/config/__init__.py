@@ -3,7 +3,7 @@
 Each group lives in its own module of this package and is registered
 explicitly in :mod:`graphgps_ext.register`.  A group module declares its keys
 (the group function) and their checks, which :func:`load_cfg
-<graphgps_ext.config.load.load_cfg>` runs at start, before any data is read:
+<graphgps_ext.run_config.load_cfg>` runs at start, before any data is read:
 
 - :func:`choices`: the allowed values of an enumerated key (a bad value gets
   the closest valid ones, compared case-insensitively);
@@ -24,8 +24,11 @@ explicitly in :mod:`graphgps_ext.register`.  A group module declares its keys
 
 A key counts as *set* when the config file or the command line gives it a
 value other than its default (so a resolved ``config.yaml`` reloads as it
-ran). Checks that need the registries (model, branch, head and encoder
-names, dataset names) live one level up, in :mod:`graphgps_ext.config.load`.
+ran). This package imports nothing from the layers above it (the
+registries, the model, the loaders, training): checks that need the
+registries (model, branch, head, encoder, loss, metric and dataset names)
+live one level up, in :mod:`graphgps_ext.run_config` and
+:mod:`graphgps_ext.register` (``tests/config/test_layering.py``).
 """
 import difflib
 import math

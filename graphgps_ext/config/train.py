@@ -12,7 +12,6 @@ GraphGym keys reused as they are: ``optim.optimizer``, ``optim.base_lr``,
 """
 from graphgps_ext.config import (advice, bounded, choices, ignored, non_negative,
                                  positive, resumable, rule, unused, volatile)
-from graphgps_ext.metrics import METRICS
 
 
 def train_cfg(cfg):
@@ -101,8 +100,9 @@ choices('dist.launcher', ['auto', 'torchrun', 'slurm', 'none'])
 choices('dist.backend', ['auto', 'nccl', 'gloo'])
 choices('wandb.mode', ['online', 'offline', 'disabled'])
 choices('metric_agg', ['argmax', 'argmin'])
-choices('metric_best', ['auto'] + list(METRICS))
-choices('dataset.metrics', list(METRICS))
+# metric_best and dataset.metrics take the names of the metric table
+# (graphgps_ext.metrics), declared where it is registered
+# (graphgps_ext.register).
 
 # Where and how a run executes, not what it computes (GraphGym's keys
 # included): outside the run fingerprint.

@@ -197,7 +197,7 @@ def _grid_pairs(args, overrides: List[str], seeds: List[int], say
     runs' overrides (without ``out_dir``: each point config holds it), the
     search folder and the search record (without fingerprints)."""
     from graphgps_ext.config import closest, read_yaml
-    from graphgps_ext.config.load import load_cfg
+    from graphgps_ext.run_config import load_cfg
     from graphgps_ext.identity import flatten
     from graphgps_ext.sweep.plan import resolve
     if len(args.configs) != 1 or args.plan:

@@ -1,6 +1,6 @@
 """What a sweep runs: configs x seeds, resolved as ``main.py`` resolves them.
 
-Each config is loaded with the package's own :func:`~graphgps_ext.config.load.load_cfg`
+Each config is loaded with the package's own :func:`~graphgps_ext.run_config.load_cfg`
 and the sweep's overrides, so its results folder ``<out_dir>/<run_name>``,
 its log folder ``<out_dir>/<run_name>/logs`` and its identity
 (:func:`graphgps_ext.identity.identity`) are those of the runs it launches
@@ -113,7 +113,7 @@ def resolve(config: str, overrides: Sequence[str]) -> Target:
     so that a login node without GPUs resolves GPU configs. Raises
     :class:`SweepError` naming the config on a config error."""
     from graphgps_ext.config import ConfigError
-    from graphgps_ext.config.load import load_cfg
+    from graphgps_ext.run_config import load_cfg
     try:
         cfg = load_cfg(config, list(overrides) + ['accelerator', 'cpu'])
     except ConfigError as err:

@@ -9,9 +9,9 @@ import torch
 from torch_geometric.data import Batch, Data
 from torch_geometric.utils import to_dense_adj, to_undirected
 
-from graphgps_ext.config.load import load_cfg
-from graphgps_ext.task import TaskInfo
 from graphgps_ext.network import GPSModel, num_parameters
+from graphgps_ext.run_config import load_cfg
+from graphgps_ext.task import TaskInfo
 from graphgps_ext.transform.rwse import rwse_dense
 
 TASK = TaskInfo(name='zinc-like', task='graph', task_type='regression',
