@@ -44,14 +44,15 @@ from typing import Callable, List, Optional, Sequence, Tuple, Type
 
 
 def _seed_list(text: str) -> List[int]:
+    from graphgps_ext.sweep.plan import parse_seeds
+    if not text.replace(',', '').strip():
+        raise argparse.ArgumentTypeError(f'no seed in {text!r}')
     try:
-        seeds = [int(s) for s in text.split(',') if s.strip()]
+        return parse_seeds(text)
     except ValueError:
         raise argparse.ArgumentTypeError(
-            f'takes comma-separated integers, e.g. 0,1,2; got {text!r}') from None
-    if not seeds:
-        raise argparse.ArgumentTypeError(f'no seed in {text!r}')
-    return seeds
+            'takes comma-separated integers or ranges, e.g. 0,1,2 or 0-4,8; '
+            f'got {text!r}') from None
 
 
 def _positive(text: str) -> int:
@@ -74,7 +75,7 @@ def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
     group.add_argument('--repeat', type=_positive, default=1,
                        help='run seeds seed, seed+1, ..., seed+N-1 (default 1)')
     group.add_argument('--seeds', type=_seed_list, default=None,
-                       help='comma-separated seeds, e.g. 0,1,2 (overrides seed)')
+                       help='seeds, e.g. 0,1,2 or 0-4 (overrides seed)')
     parser.add_argument('--overwrite', action='store_true',
                         help='replace finished seeds (and start unfinished ones '
                              'afresh even with train.auto_resume True)')

@@ -11,6 +11,7 @@ Input ``pe_rwse`` ``[N, K]`` = :math:`[(P^{k})_{ii}]_{k}` with
 Output ``[N, dim_out]`` (``dim_pe`` when concatenated, ``d`` when added).
 """
 from torch import Tensor, nn
+from torch_geometric.nn.inits import reset
 
 from graphgps_ext.encoder.lap_pe import _mlp
 
@@ -38,9 +39,8 @@ class RWSE(nn.Module):
                    str(pc.raw_norm_type).lower() == 'batchnorm')
 
     def reset_parameters(self):
-        for m in self.modules():
-            if m is not self and hasattr(m, 'reset_parameters'):
-                m.reset_parameters()
+        for child in self.children():
+            reset(child)
 
     def forward(self, batch) -> Tensor:
         if not hasattr(batch, 'pe_rwse'):

@@ -28,8 +28,10 @@ _SEEDS = re.compile(r'\d+(-\d+)?(,\d+(-\d+)?)*')
 
 def parse_seeds(spec: str) -> List[int]:
     """``'0-3,8'`` -> ``[0, 1, 2, 3, 8]`` (ranges and lists; order kept,
-    duplicates dropped). Raises :class:`SweepError`."""
-    spec = str(spec).strip()
+    duplicates dropped; spaces ignored): the seed lists of ``main.py
+    --seeds``, the launcher and ``run/tables.tsv``. Raises
+    :class:`SweepError`."""
+    spec = ''.join(str(spec).split())
     if not _SEEDS.fullmatch(spec):
         raise SweepError(f"bad --seeds '{spec}': use ranges and lists such as 0-9 "
                          'or 0,2,5 or 0-3,8')
