@@ -62,7 +62,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
-from graphgps_ext.config import ConfigError, read_yaml
+from graphgps_ext.config import ConfigError, flatten, read_yaml
 from graphgps_ext.files import read_jsonl, write_text
 from graphgps_ext.logger import STATS_FILE
 from graphgps_ext.run_config import config_name
@@ -148,17 +148,6 @@ def _read_yaml(path: str) -> Dict[str, Any]:
         return read_yaml(path)
     except ConfigError:
         return {}
-
-
-def flatten(d: Dict[str, Any], prefix: str = '') -> Dict[str, Any]:
-    out = {}
-    for k, v in d.items():
-        key = f'{prefix}{k}'
-        if isinstance(v, dict):
-            out.update(flatten(v, key + '.'))
-        else:
-            out[key] = v
-    return out
 
 
 @dataclass

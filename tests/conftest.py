@@ -8,7 +8,11 @@
   label = majority node colour) with a :class:`TaskInfo`, and ``TinyNet`` a
   small network registered as ``model.type TinyNet``; with them the training
   loop and :func:`graphgps_ext.run.run_seed` are tested in-process.
+- every test starts with the package logger as a fresh process has it (a
+  run's ``setup_logging`` stops its propagation, which would hide the records
+  of later tests from ``caplog``).
 """
+import logging
 import os
 import shutil
 from types import SimpleNamespace
@@ -27,6 +31,17 @@ SHARED_DATA = os.environ.get(
     'GRAPHGPS_EXT_SHARED_DATA',
     os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
                  os.pardir, 'shared', 'data'))
+
+
+@pytest.fixture(autouse=True)
+def fresh_package_logger():
+    log = logging.getLogger('graphgps_ext')
+    for handler in list(log.handlers):
+        log.removeHandler(handler)
+        handler.close()
+    log.propagate = True
+    log.setLevel(logging.NOTSET)
+    yield
 
 
 @pytest.fixture

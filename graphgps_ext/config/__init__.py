@@ -195,15 +195,24 @@ def _all_keys(node: CfgNode, prefix: str = '') -> List[str]:
     return out
 
 
+def flatten(tree: Union[CfgNode, dict], prefix: str = '',
+            keep_empty: bool = False) -> Dict[str, Any]:
+    """``{dotted key: value}`` of the leaves of a nested mapping (a config, a
+    parsed YAML file): ``{'a': {'b': 1}}`` -> ``{'a.b': 1}``. An empty group
+    is left out, or kept as ``{}`` with ``keep_empty``."""
+    out: Dict[str, Any] = {}
+    for k, v in tree.items():
+        key = f'{prefix}{k}'
+        if isinstance(v, dict) and (v or not keep_empty):
+            out.update(flatten(v, key + '.', keep_empty))
+        else:
+            out[key] = v
+    return out
+
+
 def leaf_keys(node: Union[CfgNode, dict], prefix: str = '') -> List[str]:
     """The dotted keys of the values (not the groups) of ``node``."""
-    out = []
-    for k, v in node.items():
-        if isinstance(v, dict):
-            out.extend(leaf_keys(v, f'{prefix}{k}.'))
-        else:
-            out.append(f'{prefix}{k}')
-    return out
+    return list(flatten(node, prefix))
 
 
 _MISSING, _RAISE = object(), object()

@@ -196,9 +196,8 @@ def _grid_pairs(args, overrides: List[str], seeds: List[int], say
     """Write the point configs of the search; returns the pairs to run, the
     runs' overrides (without ``out_dir``: each point config holds it), the
     search folder and the search record (without fingerprints)."""
-    from graphgps_ext.config import closest, read_yaml
+    from graphgps_ext.config import closest, flatten, read_yaml
     from graphgps_ext.run_config import load_cfg
-    from graphgps_ext.identity import flatten
     from graphgps_ext.sweep.plan import resolve
     if len(args.configs) != 1 or args.plan:
         raise SweepError('--grid takes exactly one CONFIG (the base) and no --plan')

@@ -7,21 +7,12 @@ import os
 import pytest
 import torch
 
-from graphgps_ext.files import read_jsonl
 from graphgps_ext.logger import STATS_FILE
 from graphgps_ext.train import checkpoint as ckpt
 from graphgps_ext.train.loop import NonFiniteLossError, all_finite, concat
 from graphgps_ext.train.loss import LOSSES, cross_entropy
 
-
-def stats(run_dir, split):
-    """The stats lines of ``split`` without the wall-clock field."""
-    return [{k: v for k, v in r.items() if k != 'time_epoch'}
-            for r in read_jsonl(os.path.join(run_dir, split, STATS_FILE))]
-
-
-def all_stats(run_dir):
-    return {s: stats(run_dir, s) for s in ('train', 'val', 'test')}
+from run_checks import Interrupt, all_stats, stats
 
 
 def test_run_writes_results_and_learns(tiny_run, tiny_cfg):
@@ -60,20 +51,6 @@ def test_same_seed_same_stats_other_seed_differs(tiny_run, tiny_cfg, tmp_path):
     assert stats(os.path.join(tiny_cfg.out_dir, 'tiny', '1'), 'train')[0] != first['train'][0]
 
 
-class Interrupt:
-    """A loss that raises KeyboardInterrupt on its ``at``-th call (mid-epoch)."""
-
-    def __init__(self, at):
-        self.calls, self.at = 0, at
-
-    def __call__(self, pred, true):
-        self.calls += 1
-        if self.calls == self.at:
-            raise KeyboardInterrupt
-        return cross_entropy(pred, true)
-
-
-@pytest.mark.parametrize('scheduler', ['cosine_with_warmup', 'reduce_on_plateau'])
 def test_resume_reproduces_uninterrupted_run(tiny_run, tiny_cfg, tmp_path,
                                              monkeypatch, scheduler):
     tiny_cfg.optim.scheduler = scheduler
