@@ -45,6 +45,16 @@ def fresh_package_logger():
 
 
 @pytest.fixture
+def one_thread():
+    """One intra-op thread for the test: tiny graphs gain nothing from more
+    on shared cores."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
+@pytest.fixture
 def shared_data(tmp_path):
     """``copy(*names) -> root``: copy ``SHARED_DATA/<name>`` folders to a
     writable ``tmp_path/data`` and return that root (skip if absent)."""

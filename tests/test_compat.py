@@ -12,7 +12,6 @@ import os
 import re
 
 import pytest
-import torch
 import yaml
 
 from graphgps_ext import compat
@@ -71,12 +70,7 @@ def write(tmp_path, data: dict, name: str = 'foreign.yaml') -> str:
     return str(path)
 
 
-@pytest.fixture(scope='module', autouse=True)
-def one_thread():
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+pytestmark = pytest.mark.usefixtures('one_thread')
 
 
 # ---------------------------------------------------------------- detection --

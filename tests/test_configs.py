@@ -128,13 +128,7 @@ def test_encoder_batchnorm_counts_2d_parameters_each():
     assert [c - counts[0] for c in counts] == [0, 2 * dim, 4 * dim]
 
 
-@pytest.fixture(scope='module', autouse=True)
-def one_thread():
-    """Tiny graphs: intra-op threads only add overhead on the shared cores."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+pytestmark = pytest.mark.usefixtures('one_thread')
 
 
 def _one_step(cfg, model, task):
