@@ -789,6 +789,10 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     except (OSError, ValueError) as err:
         print(f'report: error: {err}', file=sys.stderr)
         return 2
+    except ImportError as err:  # scipy (Welch's test), matplotlib (curves)
+        print(f'report: error: {err.name or err} is not installed: '
+              'pip install -e ".[report]"', file=sys.stderr)
+        return 2
     for line in verdict_lines(rows):
         print(line)
     print(f'wrote {args.out or os.path.join(args.results, "REPORT.md")}')
