@@ -168,7 +168,8 @@ def host_warning(probes: Sequence[Dict[str, float]],
     end and, in ``paper-zinc``, every pass) spread by more than
     ``tolerance`` (fastest over slowest above ``1 + tolerance``), else
     ``None``: the timings of such a run are not comparable with one another
-    or with figures measured elsewhere (such as the issue's anchors)."""
+    or with figures measured elsewhere (such as the anchors of the authors'
+    code in ``docs/performance.md``)."""
     spreads = []
     for key, unit in (('copy_gb_s', 'GB/s memory copy'),
                       ('matmul_gflop_s', 'GFLOP/s matmul')):

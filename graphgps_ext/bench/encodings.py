@@ -1,4 +1,4 @@
-r"""Benchmark of the structural encodings (issue #4 / #8).
+r"""Benchmark of the structural encodings.
 
 Measures, on real molecules (copies of ``../shared/data`` beside the checkout):
 

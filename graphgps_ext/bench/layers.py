@@ -1,5 +1,5 @@
 r"""Suite ``layers``: forward + backward throughput and peak memory of every
-layer type (issue #5, "Benchmark").
+layer type.
 
 A *layer type* is one hybrid layer (:class:`~graphgps_ext.layer.hybrid.HybridLayer`:
 the branch, its residual and norm, and the FFN) built by

@@ -1,5 +1,6 @@
 r"""Suite ``paper-zinc``: whole-model training and evaluation throughput at
-the anchor configuration of issue #8.
+the authors' ZINC configuration (the anchor configuration of
+``docs/performance.md``).
 
 Every row is a :class:`~graphgps_ext.network.model.GPSModel` built from the
 project's config (:func:`graphgps_ext.run_config.load_cfg` with the row's
@@ -22,8 +23,9 @@ iterates the same graphs in order under ``torch.inference_mode`` in eval mode.
 Reported per row: parameters (and the authors' count), train and eval
 graphs/s (medians over ``--repeats`` passes, rows interleaved so that load
 changes hit every row alike), the ratio of train graphs/s to the anchor
-measured with the authors' code (issue #8), and the peak memory of one
-training step (:func:`~graphgps_ext.bench.common.peak_step_memory`).
+measured with the authors' code (``docs/performance.md``), and the peak
+memory of one training step
+(:func:`~graphgps_ext.bench.common.peak_step_memory`).
 """
 import gc
 import time
@@ -112,7 +114,8 @@ class ModelRow:
         key: short name for ``--rows``.
         name: row label.
         overrides: config overrides on top of :data:`ZINC_BASE`.
-        anchor: train graphs/s of the authors' code (issue #8), if measured.
+        anchor: train graphs/s of the authors' code
+            (``docs/performance.md``), if measured.
         anchor_params: parameter count of the authors' model.
         param_differences: ``(ours - authors', reason)`` for every module in
             which the row's model differs from the authors' (the row's count

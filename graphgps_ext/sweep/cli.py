@@ -51,7 +51,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument('configs', nargs='*', metavar='CONFIG|GLOB',
                    help="YAML files or quoted globs ('configs/geaet/*.yaml')")
     g = p.add_argument_group('selection')
-    g.add_argument('--seeds', default=None, metavar='SPEC',
+    g.add_argument('--seeds', default=None, metavar='SEEDS',
                    help='seeds: ranges and lists, e.g. 0-9, 0,3,5, 0-3,8 (default 0)')
     g.add_argument('--plan', metavar='FILE',
                    help="lines 'CONFIG SEEDS' (per-config seeds; '#' comments); an "
