@@ -13,6 +13,7 @@ Output ``[N, dim_out]`` (``dim_pe`` when concatenated, ``d`` when added).
 from torch import Tensor, nn
 from torch_geometric.nn.inits import reset
 
+from graphgps_ext.config.posenc import rwse_times
 from graphgps_ext.encoder.lap_pe import _mlp
 
 
@@ -33,7 +34,6 @@ class RWSE(nn.Module):
 
     @classmethod
     def from_cfg(cls, cfg, task, dim: int) -> 'RWSE':
-        from graphgps_ext.config.posenc import rwse_times
         pc = cfg.posenc_RWSE
         return cls(len(rwse_times(cfg)), dim, pc.model, int(pc.layers),
                    str(pc.raw_norm_type).lower() == 'batchnorm')

@@ -27,6 +27,7 @@ import torch
 from torch import Tensor
 from torch_geometric.data import Dataset
 
+from graphgps_ext.config import did_you_mean
 from graphgps_ext.loader import splits as split_utils
 from graphgps_ext.loader import storage
 from graphgps_ext.loader.errors import DataError, DatasetNotFoundError
@@ -454,7 +455,6 @@ def dataset_names(fmt: str) -> Optional[List[str]]:
 def check_dataset(cfg):
     """Raise ``ValueError`` (naming the valid values) for a ``dataset.format``
     or ``dataset.name`` that no reader knows; reads no data."""
-    from graphgps_ext.config import did_you_mean
     fmt, name = cfg.dataset.format, str(cfg.dataset.name)
     if fmt not in FORMATS:
         raise ValueError(f"unknown dataset.format '{fmt}'" + (did_you_mean(fmt, list(FORMATS)) or '.')
