@@ -124,7 +124,7 @@ def test_ctrl_c_agg_unfinished_and_resume_equals_uninterrupted(three_seeds):
 
     # Aggregate 3 seeds, one of them unfinished.
     for seed in ('0', '1'):
-        shutil.copysnapshot(work / 'full' / 'quick' / seed, out / 'quick' / seed)
+        shutil.copytree(work / 'full' / 'quick' / seed, out / 'quick' / seed)
     agg = subprocess.run([sys.executable, '-m', 'graphgps_ext.agg', str(out / 'quick')],
                          cwd=work, env=env(work), capture_output=True, text=True)
     assert agg.returncode == 0, agg.stderr
@@ -255,7 +255,7 @@ def test_crafted_checkpoint_exits_6_without_running_it(three_seeds, in_process,
                                                        capsys, tmp_path):
     work, _ = three_seeds
     out = tmp_path / 'out'
-    shutil.copysnapshot(work / 'full' / 'quick' / '1', out / 'quick' / '1')
+    shutil.copytree(work / 'full' / 'quick' / '1', out / 'quick' / '1')
     os.remove(out / 'quick' / '1' / 'done')  # unfinished: resumable
     marker = tmp_path / 'created-by-unpickling'
 

@@ -51,6 +51,7 @@ def test_same_seed_same_stats_other_seed_differs(tiny_run, tiny_cfg, tmp_path):
     assert stats(os.path.join(tiny_cfg.out_dir, 'tiny', '1'), 'train')[0] != first['train'][0]
 
 
+@pytest.mark.parametrize('scheduler', ['cosine_with_warmup', 'reduce_on_plateau'])
 def test_resume_reproduces_uninterrupted_run(tiny_run, tiny_cfg, tmp_path,
                                              monkeypatch, scheduler):
     tiny_cfg.optim.scheduler = scheduler
