@@ -44,14 +44,15 @@ from typing import Callable, List, Optional, Sequence, Tuple, Type
 
 
 def _seed_list(text: str) -> List[int]:
+    from graphgps_ext.sweep.plan import parse_seeds
+    if not text.replace(',', '').strip():
+        raise argparse.ArgumentTypeError(f'no seed in {text!r}')
     try:
-        seeds = [int(s) for s in text.split(',') if s.strip()]
+        return parse_seeds(text)
     except ValueError:
         raise argparse.ArgumentTypeError(
-            f'takes comma-separated integers, e.g. 0,1,2; got {text!r}') from None
-    if not seeds:
-        raise argparse.ArgumentTypeError(f'no seed in {text!r}')
-    return seeds
+            'takes comma-separated integers or ranges, e.g. 0,1,2 or 0-4,8; '
+            f'got {text!r}') from None
 
 
 def _positive(text: str) -> int:
@@ -74,7 +75,7 @@ def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
     group.add_argument('--repeat', type=_positive, default=1,
                        help='run seeds seed, seed+1, ..., seed+N-1 (default 1)')
     group.add_argument('--seeds', type=_seed_list, default=None,
-                       help='comma-separated seeds, e.g. 0,1,2 (overrides seed)')
+                       help='seeds, e.g. 0,1,2 or 0-4 (overrides seed)')
     parser.add_argument('--overwrite', action='store_true',
                         help='replace finished seeds (and start unfinished ones '
                              'afresh even with train.auto_resume True)')
@@ -129,7 +130,8 @@ def failures() -> List[Failure]:
     from graphgps_ext.config import ConfigError
     from graphgps_ext.loader.errors import DataError
     from graphgps_ext.run import StartRefused
-    from graphgps_ext.train.checkpoint import CheckpointError, ResultsWriteError
+    from graphgps_ext.files import ResultsWriteError
+    from graphgps_ext.train.checkpoint import CheckpointError
     from graphgps_ext.train.loop import NonFiniteLossError
     return [
         (ConfigError, EXIT_USAGE, lambda e, cmd: f'config error: {e}'),
@@ -166,7 +168,7 @@ def main(argv: Optional[List[str]] = None) -> int:
         from graphgps_ext.dry_run import main as dry_run
         return dry_run(args.cfg_file, args.opts, args.seeds, args.repeat)
     from graphgps_ext import dist
-    from graphgps_ext.config.load import load_cfg
+    from graphgps_ext.run_config import load_cfg
     from graphgps_ext.run import resume_command, run_seed
 
     signal.signal(signal.SIGTERM, _sigterm)

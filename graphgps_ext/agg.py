@@ -42,9 +42,10 @@ from typing import Dict, List, Optional
 
 import numpy as np
 
+from graphgps_ext.files import read_jsonl, write_text
 from graphgps_ext.identity import diff, format_changes, read_done
-from graphgps_ext.logger import SPLITS, STATS_FILE, read_jsonl
-from graphgps_ext.train.checkpoint import atomic_write_bytes
+from graphgps_ext.logger import STATS_FILE
+from graphgps_ext.task import SPLITS
 
 # Files of agg/<split>/ that this module writes (and replaces or removes).
 _AGG_FILES = ('best.json', STATS_FILE)
@@ -103,11 +104,6 @@ def _mixed_message(root: str, groups: Dict[Optional[str], List[int]]) -> str:
         msg += f'; they differ in {format_changes(diff(old, new))}'
     return (msg + '. Aggregate one config with --fingerprint FP, or move the '
             'other seeds to another folder')
-
-
-def _write_text(path: str, text: str):
-    data = text.encode()
-    atomic_write_bytes(path, lambda f: f.write(data))
 
 
 def _remove(path: str):
@@ -172,7 +168,7 @@ def aggregate(root: str, include_unfinished: bool = False,
             best['mode'] = bests[used[0]]['mode']
         result['best'][split] = best
         # One line, as GraphGym's agg/<split>/best.json (its agg_batch reads it).
-        _write_text(os.path.join(split_dir, 'best.json'), json.dumps(best) + '\n')
+        write_text(os.path.join(split_dir, 'best.json'), json.dumps(best) + '\n')
         per_epoch: Dict[int, List[Dict]] = {}
         for seed in used:
             for rec in read_jsonl(os.path.join(root, str(seed), split, STATS_FILE)):
@@ -184,7 +180,7 @@ def aggregate(root: str, include_unfinished: bool = False,
             row.pop('epoch_std', None)
             row['num_seeds'] = len(per_epoch[epoch])
             lines.append(json.dumps(row) + '\n')
-        _write_text(os.path.join(split_dir, STATS_FILE), ''.join(lines))
+        write_text(os.path.join(split_dir, STATS_FILE), ''.join(lines))
     return result
 
 

@@ -2,7 +2,7 @@ r"""Configs of GraphGPS, GEAET and CSA, translated to this project's keys.
 
 A YAML file written for the GraphGPS code base (Rampášek et al.), or for the
 GEAET or CSA authors' code built on it, runs here unchanged:
-:func:`graphgps_ext.config.load.load_cfg` asks :func:`merge_config_file` to
+:func:`graphgps_ext.run_config.load_cfg` asks :func:`merge_config_file` to
 merge it, which recognises the source from the file's keys
 (:func:`detect`), translates every key with the rules of that source
 (:func:`translate`) and merges the result like one of this project's
@@ -44,7 +44,9 @@ import os
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
-from graphgps_ext.config import ConfigError, closest
+from graphgps_ext.config import (ConfigError, closest, flatten, key_matches,
+                                 merge_data, read_yaml)
+from graphgps_ext.config.posenc import parse_times
 
 GRAPHGPS, GEAET, CSA = 'GraphGPS', 'GEAET', 'CSA'
 SOURCES = (GRAPHGPS, GEAET, CSA)
@@ -77,24 +79,6 @@ _GRAPHGPS_MARKERS = ('train.mode', 'name_tag', 'train.finetune',
                      'pretrained.*', 'gnn.residual')
 
 
-def _matches(key: str, patterns) -> bool:
-    return any(key == p or (p.endswith('.*') and key.startswith(p[:-1]))
-               for p in patterns)
-
-
-def flatten(raw: Dict[str, Any], prefix: str = '') -> Dict[str, Any]:
-    """``{'a': {'b': 1}}`` -> ``{'a.b': 1}`` (leaves only; an empty group
-    stays as ``{}``)."""
-    out: Dict[str, Any] = {}
-    for k, v in raw.items():
-        key = f'{prefix}{k}'
-        if isinstance(v, dict) and v:
-            out.update(flatten(v, key + '.'))
-        else:
-            out[key] = v
-    return out
-
-
 def detect(raw: Any) -> Optional[str]:
     """The code base a parsed YAML config was written for: ``'GEAET'``,
     ``'CSA'``, ``'GraphGPS'``, or ``None`` (this project's own config).
@@ -108,17 +92,17 @@ def detect(raw: Any) -> Optional[str]:
     """
     if not isinstance(raw, dict) or not raw:
         return None
-    flat = flatten(raw)
+    flat = flatten(raw, keep_empty=True)
     keys = list(flat)
     if str(flat.get('model.type', '')) == 'GEAET' or \
-            any(_matches(k, _GEAET_MARKERS) for k in keys):
+            any(key_matches(k, _GEAET_MARKERS) for k in keys):
         return GEAET
     layer_type = flat.get('gt.layer_type')
     parts = str(layer_type).split('+') if isinstance(layer_type, str) else []
-    if any(_matches(k, _CSA_MARKERS) for k in keys) or \
+    if any(key_matches(k, _CSA_MARKERS) for k in keys) or \
             (len(parts) == 2 and parts[1] == 'CSA'):
         return CSA
-    if len(parts) == 2 or any(_matches(k, _GRAPHGPS_MARKERS) for k in keys):
+    if len(parts) == 2 or any(key_matches(k, _GRAPHGPS_MARKERS) for k in keys):
         return GRAPHGPS
     return None
 
@@ -730,7 +714,6 @@ class _Translator:
                 self.inert(key, 'dataset.rings is False')
 
     def _rwse_times(self) -> List[int]:
-        from graphgps_ext.transform.rwse import parse_times
         func = str(self.get('posenc_RWSE.kernel.times_func') or '')
         times = list(self.get('posenc_RWSE.kernel.times') or [])
         try:
@@ -1006,14 +989,13 @@ def translate(raw: Dict[str, Any], source: Optional[str] = None,
     source = source or detect(raw)
     if source not in SOURCES:
         raise ValueError('not a GraphGPS, GEAET or CSA config')
-    return _Translator(source, flatten(raw), path, ours, overrides).run()
+    return _Translator(source, flatten(raw, keep_empty=True), path, ours, overrides).run()
 
 
 def translate_file(path: str, ours: Optional[Dict[str, Any]] = None,
                    overrides: Sequence[str] = ()) -> Optional[Translation]:
     """The :class:`Translation` of a foreign config file, ``None`` for one of
     this project's configs (``ours``, ``overrides`` as in :func:`translate`)."""
-    from graphgps_ext.config import read_yaml
     raw = read_yaml(path)
     source = detect(raw)
     return None if source is None else translate(raw, source, path, ours, overrides)
@@ -1050,11 +1032,10 @@ def merge_config_file(cfg, path: str, opts: Optional[Sequence[str]] = None
     settle the choices a translation cannot make). Returns the
     :class:`Translation` (or ``None``) and the dotted keys the file sets."""
     global _last
-    from graphgps_ext.config import merge_data, read_yaml
     raw = read_yaml(path)
     source = detect(raw)
     translation = None if source is None else translate(
-        raw, source, path, flatten(cfg), list(opts or [])[0::2])
+        raw, source, path, flatten(cfg, keep_empty=True), list(opts or [])[0::2])
     _last = translation
     keys = merge_data(cfg, raw if translation is None else translation.config, path)
     if translation is not None:

@@ -201,6 +201,13 @@ def get_rank() -> int:
     return tdist.get_rank() if is_initialized() else 0
 
 
+def is_main_process() -> bool:
+    """``True`` unless this is a non-zero rank of an initialised process
+    group (all file writing is guarded by it: logs, stats, checkpoints,
+    W&B and TensorBoard come from rank 0 only)."""
+    return get_rank() == 0
+
+
 def get_world_size() -> int:
     return tdist.get_world_size() if is_initialized() else 1
 

@@ -45,7 +45,7 @@ class DryRun:
             the config as loaded.
         translation: the :class:`~graphgps_ext.compat.Translation` of a
             foreign config, else ``None``.
-        task: the dataset's :class:`~graphgps_ext.loader.task.TaskInfo`, or
+        task: the dataset's :class:`~graphgps_ext.task.TaskInfo`, or
             ``None`` when its shapes need the data (``unknown`` says why).
         model: the built model (``None`` with ``task``).
         params: its trainable parameter count (``None`` with ``task``).
@@ -128,7 +128,7 @@ def check(cfg_file: str, opts: Sequence[str] = ()) -> DryRun:
     dataset's known shapes. Raises :class:`~graphgps_ext.config.ConfigError`."""
     from graphgps_ext import compat
     from graphgps_ext.config import ConfigError
-    from graphgps_ext.config.load import finalize_cfg, load_cfg
+    from graphgps_ext.run_config import finalize_cfg, load_cfg
     from graphgps_ext.identity import identity
     from graphgps_ext.loader.shapes import ShapesUnknown, task_without_data
     from graphgps_ext.run import build_model

@@ -28,7 +28,7 @@ from typing import Any, Dict, List, Optional, Tuple
 
 from yacs.config import CfgNode
 
-from graphgps_ext.config import key_matches, resumable_keys, volatile_keys
+from graphgps_ext.config import flatten, key_matches, resumable_keys, volatile_keys
 
 #: Stands for a key that one of two identities does not have.
 MISSING = '<missing>'
@@ -42,23 +42,11 @@ def _plain(value):
     return value
 
 
-def flatten(cfg: CfgNode, prefix: str = '') -> Dict[str, Any]:
-    """``{dotted key: value}`` of every leaf of ``cfg`` (tuples as lists)."""
-    out = {}
-    for key, value in cfg.items():
-        full = prefix + key
-        if isinstance(value, CfgNode):
-            out.update(flatten(value, full + '.'))
-        else:
-            out[full] = _plain(value)
-    return out
-
-
 def identity(cfg: CfgNode) -> Dict[str, Any]:
     """The keys of ``cfg`` that can change a run's results, sorted."""
     skip = volatile_keys()
     flat = flatten(cfg)
-    return {k: flat[k] for k in sorted(flat) if not key_matches(k, skip)}
+    return {k: _plain(flat[k]) for k in sorted(flat) if not key_matches(k, skip)}
 
 
 def fingerprint(ident: Dict[str, Any]) -> str:

@@ -18,9 +18,9 @@ A :class:`RunLogger` owns every output a run writes besides checkpoints:
   ``wandb sync``. The environment variable ``WANDB_MODE``, when set, wins
   over ``wandb.mode``. W&B never prompts (``WANDB_SILENT``).
 
-Only the main process writes (see :func:`~graphgps_ext.train.checkpoint.is_main_process`).
+Only the main process writes (see :func:`~graphgps_ext.dist.is_main_process`).
 A write the disk refuses raises
-:class:`~graphgps_ext.train.checkpoint.ResultsWriteError`; a failing
+:class:`~graphgps_ext.files.ResultsWriteError`; a failing
 ``logging.log`` is reported once and the log goes on on the terminal.
 """
 import json
@@ -31,10 +31,10 @@ import sys
 from typing import Any, Dict, List, Optional
 from urllib.parse import urlparse
 
-from graphgps_ext.train.checkpoint import (atomic_write_bytes, is_main_process,
-                                           write_guard)
+from graphgps_ext.dist import get_rank, is_main_process
+from graphgps_ext.files import read_jsonl, write_guard, write_json, write_text
+from graphgps_ext.task import SPLITS
 
-SPLITS = ('train', 'val', 'test')
 #: Per-split stats file of a run (and of ``agg/``): one JSON object per line,
 #: GraphGym's name (``torch_geometric.graphgym.utils.agg_runs`` reads it).
 STATS_FILE = 'stats.json'
@@ -125,37 +125,9 @@ def attach_run_log(run_dir: str) -> logging.Logger:
 
 
 def _formatter() -> logging.Formatter:
-    prefix = '' if is_main_process() else f'[rank {_rank()}] '
+    prefix = '' if is_main_process() else f'[rank {get_rank()}] '
     return logging.Formatter(f'%(asctime)s %(levelname)s {prefix}%(message)s',
                              datefmt='%H:%M:%S')
-
-
-def _rank() -> int:
-    import torch.distributed as dist
-    return dist.get_rank() if dist.is_available() and dist.is_initialized() else 0
-
-
-def write_json(path: str, obj: Any):
-    """Write ``obj`` as indented JSON, atomically."""
-    data = (json.dumps(obj, indent=2, sort_keys=False) + '\n').encode()
-    atomic_write_bytes(path, lambda f: f.write(data))
-
-
-def read_jsonl(path: str):
-    """The JSON objects of a stats file, one per line (skipping a torn last line)."""
-    out = []
-    if not os.path.exists(path):
-        return out
-    with open(path) as f:
-        for line in f:
-            line = line.strip()
-            if not line:
-                continue
-            try:
-                out.append(json.loads(line))
-            except json.JSONDecodeError:
-                break
-    return out
 
 
 def truncate_stats(run_dir: str, last_epoch: int):
@@ -165,8 +137,7 @@ def truncate_stats(run_dir: str, last_epoch: int):
         if not os.path.exists(path):
             continue
         keep = [r for r in read_jsonl(path) if r['epoch'] <= last_epoch]
-        data = ''.join(json.dumps(r) + '\n' for r in keep).encode()
-        atomic_write_bytes(path, lambda f: f.write(data))
+        write_text(path, ''.join(json.dumps(r) + '\n' for r in keep))
 
 
 def has_wandb_key() -> bool:
@@ -235,9 +206,6 @@ class RunLogger:
                              '`wandb sync <that folder>/offline-run-*`')
             mode = 'offline'
         import wandb
-        if self.wandb_id is None:
-            from wandb.sdk.lib.runid import generate_id
-            self.wandb_id = generate_id()
         self.wandb = wandb.init(
             project=self.cfg.wandb.project,
             entity=self.cfg.wandb.entity or None,
@@ -245,6 +213,7 @@ class RunLogger:
             id=self.wandb_id, resume='allow', dir=self.run_dir, mode=mode,
             config=cfg_to_dict(self.cfg),
             settings=wandb.Settings(silent=True, console='off'))
+        self.wandb_id = self.wandb.id  # a new run's id, kept for resuming
 
     def log_epoch(self, epoch: int, records: Dict[str, Dict[str, Any]]):
         """Append ``records[split]`` to the stats files, log one line."""

@@ -2,13 +2,18 @@
 
 Nothing is registered by import side effects elsewhere: every config group,
 encoder, branch, head and loss is named here (via the explicit tables of each
-sub-package) and registered once by :func:`register_all`.
+sub-package) and registered once by :func:`register_all`. The config keys
+whose values are the names of a table (``metric_best``, ``dataset.metrics``)
+are declared here too, so that :mod:`graphgps_ext.config` needs no table of
+the layers above it.
 """
 import torch_geometric.graphgym.register as gg
 
 from graphgps_ext import encoder, head, layer
-from graphgps_ext.config import (csa, dataset, gea, gt, gtlayer, head as head_cfg,
-                                 mna, mpnn, posenc, speed, train as train_cfg)
+from graphgps_ext.config import (choices, csa, dataset, gea, gt, gtlayer,
+                                 head as head_cfg, mna, mpnn, posenc, speed,
+                                 train as train_cfg)
+from graphgps_ext.metrics import METRICS
 from graphgps_ext.network.model import GPSModel
 from graphgps_ext.train import loss
 
@@ -25,6 +30,9 @@ CONFIG_GROUPS = {
     'train_ext': train_cfg.train_cfg,
     'speed': speed.speed_cfg,
 }
+
+choices('metric_best', ['auto'] + list(METRICS))
+choices('dataset.metrics', list(METRICS))
 
 _done = False
 

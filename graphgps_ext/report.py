@@ -61,13 +61,14 @@ from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
-import yaml
-from graphgps_ext.config.load import config_name
-from graphgps_ext.logger import STATS_FILE, read_jsonl
-from graphgps_ext.sweep.plan import parse_seeds
-from graphgps_ext.train.checkpoint import atomic_write_bytes
 
-SPLITS = ('train', 'val', 'test')
+from graphgps_ext.config import ConfigError, flatten, read_yaml
+from graphgps_ext.files import read_jsonl, write_text
+from graphgps_ext.logger import STATS_FILE
+from graphgps_ext.run_config import config_name
+from graphgps_ext.sweep.plan import parse_seeds
+from graphgps_ext.task import SPLITS
+
 TSV_COLUMNS = ('paper', 'table', 'config', 'seeds', 'ref_table', 'dataset',
                'model', 'metric', 'split')
 CSV_COLUMNS = ('paper', 'table', 'dataset', 'model', 'metric', 'mean', 'std',
@@ -141,23 +142,12 @@ def _read_json(path: str) -> Optional[Any]:
 
 
 def _read_yaml(path: str) -> Dict[str, Any]:
+    """The mapping of a YAML file (:func:`graphgps_ext.config.read_yaml`),
+    ``{}`` when there is none."""
     try:
-        with open(path) as f:
-            data = yaml.safe_load(f)
-    except (OSError, yaml.YAMLError):
+        return read_yaml(path)
+    except ConfigError:
         return {}
-    return data if isinstance(data, dict) else {}
-
-
-def flatten(d: Dict[str, Any], prefix: str = '') -> Dict[str, Any]:
-    out = {}
-    for k, v in d.items():
-        key = f'{prefix}{k}'
-        if isinstance(v, dict):
-            out.update(flatten(v, key + '.'))
-        else:
-            out[key] = v
-    return out
 
 
 @dataclass
@@ -403,7 +393,7 @@ def shipped_config(path: str) -> Dict[str, Any]:
     if path not in _SHIPPED:
         data = _read_yaml(path)
         try:
-            from graphgps_ext.config.load import load_cfg
+            from graphgps_ext.run_config import load_cfg
             from graphgps_ext.logger import cfg_to_dict
             data = cfg_to_dict(load_cfg(path, []))
         except Exception:  # noqa: BLE001 - any failure: compare the file as written
@@ -768,8 +758,7 @@ def write_report(results_dir: str = 'results', tables_path: str = 'run/tables.ts
     text = render(rows, extra, results_dir, len(names_with_results))
     out_path = out_path or os.path.join(results_dir, 'REPORT.md')
     os.makedirs(os.path.dirname(out_path) or '.', exist_ok=True)
-    data = (text + '\n').encode()
-    atomic_write_bytes(out_path, lambda f: f.write(data))
+    write_text(out_path, text + '\n')
     return text, rows
 
 
@@ -799,6 +788,10 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                                include_missing=args.all)
     except (OSError, ValueError) as err:
         print(f'report: error: {err}', file=sys.stderr)
+        return 2
+    except ImportError as err:  # scipy (Welch's test), matplotlib (curves)
+        print(f'report: error: {err.name or err} is not installed: '
+              'pip install -e ".[report]"', file=sys.stderr)
         return 2
     for line in verdict_lines(rows):
         print(line)

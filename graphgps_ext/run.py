@@ -61,18 +61,20 @@ import torch_geometric.graphgym.register as gg
 
 from graphgps_ext import dist
 from graphgps_ext.config import ConfigError
-from graphgps_ext.config.load import finalize_cfg
+from graphgps_ext.files import (ResultsWriteError, remove_temp_files,
+                                write_guard, write_json, write_text)
 from graphgps_ext.identity import (fingerprint, format_changes, identity,
                                    resume_changes, seed_status)
 from graphgps_ext.logger import (RunLogger, attach_run_log, get_logger,
-                                 setup_logging, truncate_stats, write_json)
+                                 setup_logging, truncate_stats)
+from graphgps_ext.run_config import finalize_cfg
 from graphgps_ext.seed_folder import (Replacement, SeedLock, SeedLocked,
                                       recover, run_entries)
 from graphgps_ext.train import checkpoint as ckpt
-from graphgps_ext.train.checkpoint import (CheckpointError, ResultsWriteError,
-                                           write_guard)
+from graphgps_ext.train.checkpoint import CheckpointError
 from graphgps_ext.train.loop import NonFiniteLossError, Trainer
 from graphgps_ext.train.loss import LOSSES
+from graphgps_ext.train.rng import seed_everything
 
 HISTORY_FILE = 'resume_history.jsonl'
 
@@ -121,8 +123,7 @@ def resume_command(cfg_file: Optional[str], opts: Sequence[str], seed: int,
 def write_config(cfg, path: str, fp: str):
     """``config.yaml``: ``# fingerprint: <fp>``, then the config as YAML
     (atomically; the file loads as a config)."""
-    data = f'# fingerprint: {fp}\n{cfg.dump()}'.encode()
-    ckpt.atomic_write_bytes(path, lambda f: f.write(data))
+    write_text(path, f'# fingerprint: {fp}\n{cfg.dump()}')
 
 
 @dataclass
@@ -145,7 +146,7 @@ def run_seed(cfg, cfg_file: Optional[str] = None,
              callbacks: Sequence[Callable] = (), opts: Sequence[str] = (),
              overwrite: bool = False) -> Optional[Dict[str, Any]]:
     """Train and evaluate one seed (``cfg.seed``, ``cfg`` as loaded by
-    :func:`graphgps_ext.config.load.load_cfg`); returns the best record.
+    :func:`graphgps_ext.run_config.load_cfg`); returns the best record.
 
     ``opts`` (the command line's overrides) go into the resume command that
     is logged on interruption; ``overwrite`` replaces a finished seed.
@@ -154,7 +155,7 @@ def run_seed(cfg, cfg_file: Optional[str] = None,
     :class:`~graphgps_ext.train.checkpoint.CheckpointError` before anything
     in the seed folder changed; :class:`NonFiniteLossError`,
     :class:`KeyboardInterrupt` and
-    :class:`~graphgps_ext.train.checkpoint.ResultsWriteError` after logging
+    :class:`~graphgps_ext.files.ResultsWriteError` after logging
     how to resume.
     """
     ident = identity(cfg)  # as requested, before dataset-dependent values
@@ -184,7 +185,7 @@ def _on_main(fn: Callable, default=None):
     (rank 0 alone decides, the others follow). Returns ``default`` on the
     other ranks."""
     out, err = default, None
-    if ckpt.is_main_process():
+    if dist.is_main_process():
         try:
             out = fn()
         except (StartRefused, CheckpointError, ResultsWriteError) as e:
@@ -214,7 +215,7 @@ def decide(cfg, run_dir: str, ident: Dict[str, Any], overwrite: bool
         log.warning(f'{run_dir}: a run that was replacing this one was stopped '
                     'before it started; the previous run is restored '
                     f'({", ".join(restored)})')
-    removed = ckpt.remove_temp_files(run_dir)
+    removed = remove_temp_files(run_dir)
     if removed:
         log.info(f'removed {len(removed)} temporary file(s) of interrupted '
                  'writes: ' + ', '.join(os.path.relpath(p, run_dir) for p in removed))
@@ -273,7 +274,7 @@ def prepare(cfg, plan: Plan, state: Optional[Dict[str, Any]]) -> SimpleNamespace
     log.info(f'run {cfg.run_name} seed {cfg.seed} -> {run_dir_of(cfg)}'
              + (f' ({plan.note})' if plan.note else ''))
     device = dist.local_device(cfg.accelerator)
-    ckpt.seed_everything(cfg.seed)
+    seed_everything(cfg.seed)
     bundle = dist.in_turn(lambda: load_dataset(cfg))
     metric, mode = finalize_cfg(cfg, bundle.task)
     if cfg.model.loss_fun not in LOSSES:
@@ -281,11 +282,11 @@ def prepare(cfg, plan: Plan, state: Optional[Dict[str, Any]]) -> SimpleNamespace
                           f"valid: {', '.join(LOSSES)}")
     # Re-seed so that model init and batching do not depend on whether the
     # dataset was processed now or read from its cache.
-    ckpt.seed_everything(cfg.seed)
+    seed_everything(cfg.seed)
     model = dist.wrap_model(build_model(cfg, bundle.task).to(device), cfg, device)
     loaders = make_loaders(cfg, bundle, rank=rank, world_size=world_size)
     if rank > 0:  # own dropout streams; rank 0 draws as one process would
-        ckpt.seed_everything(dist.rank_seed(cfg.seed, rank))
+        seed_everything(dist.rank_seed(cfg.seed, rank))
     if plan.action == 'resume' and state is None:
         state = ckpt.load(plan.checkpoint)
     return SimpleNamespace(bundle=bundle, task=bundle.task, metric=metric,
@@ -305,7 +306,7 @@ def start(cfg, run_dir: str, run: SimpleNamespace, plan: Plan,
           ident: Dict[str, Any], callbacks: Sequence[Callable] = ()) -> Trainer:
     """Make the seed folder this run's and return its trainer, ready to
     :meth:`~Trainer.fit` (see the module docstring)."""
-    main = ckpt.is_main_process()
+    main = dist.is_main_process()
     replacement = Replacement(run_dir)
     trainer = None
     fresh = plan.action == 'fresh'
@@ -349,7 +350,7 @@ def _resume(cfg, run_dir: str, run: SimpleNamespace, plan: Plan,
     except RuntimeError as err:
         raise StartRefused(str(err)) from None
     trainer.retune(plan.changes)
-    if ckpt.is_main_process():
+    if dist.is_main_process():
         truncate_stats(run_dir, trainer.last_epoch)
         if trainer.best is not None:
             write_json(os.path.join(run_dir, 'best.json'), trainer.best)
@@ -427,7 +428,7 @@ def finish(run_dir: str, trainer: Trainer, best: Optional[Dict[str, Any]],
         get_logger().info(f'best epoch {best["epoch"] + 1}: ' + ' | '.join(
             f'{s} {metric} {best[s][metric]:.4g}' for s in ('train', 'val', 'test')
             if s in best))
-    if ckpt.is_main_process():
+    if dist.is_main_process():
         write_json(os.path.join(run_dir, 'done'), {
             'finished': time.strftime('%Y-%m-%dT%H:%M:%S'),
             'epochs': trainer.last_epoch + 1,

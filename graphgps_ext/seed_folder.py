@@ -37,7 +37,7 @@ import socket
 import sys
 from typing import Any, Dict, List, Optional
 
-from graphgps_ext.train.checkpoint import write_guard
+from graphgps_ext.files import write_guard, write_text
 
 LOCK_NAME = 'lock'
 #: What a run writes into its seed folder (and a replacement moves).
@@ -217,12 +217,7 @@ class Replacement:
         with write_guard(self.pending):
             os.makedirs(self.pending)
             self.active = True  # from here on, rollback() / recover() undo it
-            tmp = os.path.join(self.pending, _MANIFEST + '.tmp')
-            with open(tmp, 'w') as f:
-                json.dump(names, f)
-                f.flush()
-                os.fsync(f.fileno())
-            os.replace(tmp, os.path.join(self.pending, _MANIFEST))
+            write_text(os.path.join(self.pending, _MANIFEST), json.dumps(names))
             for name in names:
                 os.replace(os.path.join(self.run_dir, name),
                            os.path.join(self.pending, name))

@@ -8,7 +8,11 @@
   label = majority node colour) with a :class:`TaskInfo`, and ``TinyNet`` a
   small network registered as ``model.type TinyNet``; with them the training
   loop and :func:`graphgps_ext.run.run_seed` are tested in-process.
+- every test starts with the package logger as a fresh process has it (a
+  run's ``setup_logging`` stops its propagation, which would hide the records
+  of later tests from ``caplog``).
 """
+import logging
 import os
 import shutil
 from types import SimpleNamespace
@@ -27,6 +31,27 @@ SHARED_DATA = os.environ.get(
     'GRAPHGPS_EXT_SHARED_DATA',
     os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
                  os.pardir, 'shared', 'data'))
+
+
+@pytest.fixture(autouse=True)
+def fresh_package_logger():
+    log = logging.getLogger('graphgps_ext')
+    for handler in list(log.handlers):
+        log.removeHandler(handler)
+        handler.close()
+    log.propagate = True
+    log.setLevel(logging.NOTSET)
+    yield
+
+
+@pytest.fixture
+def one_thread():
+    """One intra-op thread for the test: tiny graphs gain nothing from more
+    on shared cores."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
 
 
 @pytest.fixture
@@ -124,7 +149,7 @@ def tiny_dataset(num_graphs: int, seed: int):
 
 
 def tiny_task():
-    from graphgps_ext.loader.task import TaskInfo
+    from graphgps_ext.task import TaskInfo
     return TaskInfo(name='tiny', task='graph', task_type='classification',
                     num_outputs=2, loss='cross_entropy', metric='accuracy',
                     metric_direction='max', metrics=['accuracy', 'f1_macro'],

@@ -10,7 +10,8 @@ import time
 import pytest
 
 from graphgps_ext.agg import MixedRunsError, aggregate, main
-from graphgps_ext.logger import STATS_FILE, read_jsonl
+from graphgps_ext.files import read_jsonl
+from graphgps_ext.logger import STATS_FILE
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 

@@ -12,7 +12,6 @@ import os
 import re
 
 import pytest
-import torch
 import yaml
 
 from graphgps_ext import compat
@@ -71,12 +70,7 @@ def write(tmp_path, data: dict, name: str = 'foreign.yaml') -> str:
     return str(path)
 
 
-@pytest.fixture(scope='module', autouse=True)
-def one_thread():
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+pytestmark = pytest.mark.usefixtures('one_thread')
 
 
 # ---------------------------------------------------------------- detection --
@@ -196,7 +190,7 @@ def test_name_tag_and_wandb_name(tmp_path):
 
 @needs_fixtures
 def test_load_cfg_logs_the_notes_once_per_file(capsys):
-    from graphgps_ext.config.load import load_cfg
+    from graphgps_ext.run_config import load_cfg
     path = fixture('geaet/mnist.yaml')
     compat._logged.pop(os.path.abspath(path), None)
     load_cfg(path, [])

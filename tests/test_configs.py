@@ -114,7 +114,7 @@ def test_encoder_batchnorm_is_explicit():
 def test_encoder_batchnorm_counts_2d_parameters_each():
     """GraphGPS ZINC (d 64) has exactly its published count without encoder
     BatchNorms; each of them adds 2 d."""
-    from graphgps_ext.config.load import load_cfg
+    from graphgps_ext.run_config import load_cfg
     from graphgps_ext.network.model import num_parameters
     from graphgps_ext.run import build_model
     path = os.path.join('configs', 'gps', 'zinc.yaml')
@@ -128,13 +128,7 @@ def test_encoder_batchnorm_counts_2d_parameters_each():
     assert [c - counts[0] for c in counts] == [0, 2 * dim, 4 * dim]
 
 
-@pytest.fixture(scope='module', autouse=True)
-def one_thread():
-    """Tiny graphs: intra-op threads only add overhead on the shared cores."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+pytestmark = pytest.mark.usefixtures('one_thread')
 
 
 def _one_step(cfg, model, task):
@@ -159,7 +153,7 @@ def _one_step(cfg, model, task):
 @pytest.mark.parametrize('path', CONFIGS, ids=[p[len('configs/'):-len('.yaml')]
                                                for p in CONFIGS])
 def test_config_loads_fits_its_budget_and_trains_one_step(path):
-    from graphgps_ext.config.load import load_cfg
+    from graphgps_ext.run_config import load_cfg
     from graphgps_ext.network.model import num_parameters
     from graphgps_ext.run import build_model
     cfg = load_cfg(os.path.join(ROOT, path), [])

@@ -23,6 +23,8 @@ from graphgps_ext import dist
 from graphgps_ext.config import ConfigError
 from graphgps_ext.loader.dataloader import EpochShuffleSampler, ShardSampler
 
+from run_checks import all_stats
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
@@ -305,13 +307,6 @@ SMALL = ['dataset.tree_depth', '2', 'dataset.max_graphs', '90',
          'optim.base_lr', '0.01', 'optim.scheduler', 'none', 'run_name', 'q']
 
 
-def _stats(run_dir):
-    from graphgps_ext.logger import STATS_FILE, read_jsonl
-    return {s: [{k: v for k, v in r.items() if k != 'time_epoch'}
-                for r in read_jsonl(os.path.join(run_dir, s, STATS_FILE))]
-            for s in ('train', 'val', 'test')}
-
-
 def _close(a, b, tol=1e-4):
     assert len(a) == len(b)
     for ra, rb in zip(a, b):
@@ -355,7 +350,7 @@ def test_torchrun_two_processes_equal_one_and_resume_in_one(tmp_path, monkeypatc
     proc = subprocess.run(cmd, cwd=work, env=env, capture_output=True, text=True,
                           timeout=300)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
-    one, two = _stats(str(work / 'one' / 'q' / '0')), _stats(str(work / 'two' / 'q' / '0'))
+    one, two = all_stats(str(work / 'one' / 'q' / '0')), all_stats(str(work / 'two' / 'q' / '0'))
     for split in ('train', 'val', 'test'):
         _close(two[split], one[split][:2])
     # One results folder, written by rank 0 only; one log line per epoch.
@@ -372,7 +367,7 @@ def test_torchrun_two_processes_equal_one_and_resume_in_one(tmp_path, monkeypatc
     os.remove(work / 'two' / 'q' / '0' / 'done')
     _main_in_process(work, monkeypatch, *SMALL, *data, 'out_dir', 'two',
                      'optim.max_epoch', '4', 'train.auto_resume', 'True')
-    resumed = _stats(str(work / 'two' / 'q' / '0'))
+    resumed = all_stats(str(work / 'two' / 'q' / '0'))
     for split in ('train', 'val', 'test'):
         _close(resumed[split], one[split])
     assert 'written by 2 process(es), resuming in 1' in (

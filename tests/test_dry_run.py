@@ -24,12 +24,7 @@ def run_main(*argv) -> int:
     return module.main(list(argv))
 
 
-@pytest.fixture(autouse=True)
-def one_thread():
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+pytestmark = pytest.mark.usefixtures('one_thread')
 
 
 @pytest.mark.parametrize('rel', ['quickstart.yaml', 'gps/zinc.yaml',

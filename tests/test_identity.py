@@ -3,7 +3,7 @@ switches, names what differs, and classifies resume changes."""
 import json
 
 from graphgps_ext import identity as ident
-from graphgps_ext.config.load import load_cfg
+from graphgps_ext.run_config import load_cfg
 
 QUICK = 'configs/quickstart.yaml'
 

@@ -3,7 +3,8 @@ import glob
 import json
 import os
 
-from graphgps_ext.logger import STATS_FILE, has_wandb_key, read_jsonl, truncate_stats
+from graphgps_ext.files import read_jsonl
+from graphgps_ext.logger import STATS_FILE, has_wandb_key, truncate_stats
 
 
 def test_truncate_stats_and_torn_line(tmp_path):

@@ -16,7 +16,10 @@ import time
 
 import pytest
 
-from graphgps_ext.logger import STATS_FILE, read_jsonl
+from graphgps_ext.files import read_jsonl
+from graphgps_ext.logger import STATS_FILE
+
+from run_checks import all_stats, snapshot
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 MAIN = os.path.join(ROOT, 'main.py')
@@ -47,12 +50,6 @@ def run_main(tmp, cfg_file, *args, check=True):
     if check:
         assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     return proc
-
-
-def stats(run_dir):
-    return {s: [{k: v for k, v in r.items() if k != 'time_epoch'}
-                for r in read_jsonl(os.path.join(run_dir, s, STATS_FILE))]
-            for s in ('train', 'val', 'test')}
 
 
 @pytest.fixture(scope='module')
@@ -139,7 +136,7 @@ def test_ctrl_c_agg_unfinished_and_resume_equals_uninterrupted(three_seeds):
     # Resume, then compare with the uninterrupted run of the same seed.
     run_main(work, work / 'quick.yaml', *args, 'train.auto_resume', 'True')
     assert (run / 'done').exists()
-    assert stats(str(run)) == stats(str(work / 'full' / 'quick' / '2'))
+    assert all_stats(str(run)) == all_stats(str(work / 'full' / 'quick' / '2'))
     log = (run / 'logging.log').read_text()
     assert 'resuming from' in log and 'interrupted' in log
 
@@ -171,17 +168,6 @@ def test_cuda_asked_but_absent(work):
 
 
 # ------------------------------------------------------------- faults --
-def tree(folder):
-    """``{relative path: bytes}`` of every file below ``folder``."""
-    out = {}
-    for root, _, files in os.walk(folder):
-        for name in files:
-            path = os.path.join(root, name)
-            with open(path, 'rb') as f:
-                out[os.path.relpath(path, folder)] = f.read()
-    return out
-
-
 @pytest.fixture
 def in_process(monkeypatch):
     """``main.main`` in this process (its SIGTERM handler restored)."""
@@ -214,10 +200,10 @@ def test_kill_9_during_training_then_resume_equals_uninterrupted(work):
     assert not (run / 'done').exists() and (run / 'lock').exists()
     run_main(work, work / 'quick.yaml', *args, 'train.auto_resume', 'True')
     assert ref.wait(timeout=300) == 0
-    assert stats(str(run)) == stats(str(work / 'ref' / 'quick' / '0'))
-    assert len(stats(str(run))['train']) == 60
+    assert all_stats(str(run)) == all_stats(str(work / 'ref' / 'quick' / '0'))
+    assert len(all_stats(str(run))['train']) == 60
     assert not (run / 'lock').exists()
-    assert not [p for p in tree(run) if '.tmp' in p]
+    assert not [p for p in snapshot(run) if '.tmp' in p]
 
 
 def test_seed_in_use_exits_2_naming_the_holder(work, in_process, capsys):
@@ -239,7 +225,7 @@ def test_failed_start_and_stale_seed_leave_a_finished_seed_untouched(
         three_seeds, in_process, capsys):
     work, _ = three_seeds
     run = work / 'full' / 'quick' / '0'
-    before = tree(run)
+    before = snapshot(run)
     base = ['--seeds', '0', *SMALL, 'dataset.dir', str(work / 'datasets'),
             'run_name', 'quick', 'out_dir', str(work / 'full'),
             'tensorboard.use', 'True', 'wandb.use', 'True']
@@ -252,7 +238,7 @@ def test_failed_start_and_stale_seed_leave_a_finished_seed_untouched(
     out = capsys.readouterr().out
     assert 'is done (stale: optim.base_lr 0.01 -> 0.005); skipped' in out
     assert 'Pass --overwrite' in out
-    assert tree(run) == before
+    assert snapshot(run) == before
     # --overwrite with data that is missing: the start fails, nothing changes
     try:
         rc = in_process(['--cfg', str(work / 'quick.yaml'), *base, '--overwrite',
@@ -262,7 +248,7 @@ def test_failed_start_and_stale_seed_leave_a_finished_seed_untouched(
         rc, _ = 1, capsys.readouterr()
         assert 'ZINC' in str(err)
     assert rc != 0
-    assert tree(run) == before
+    assert snapshot(run) == before
 
 
 def test_crafted_checkpoint_exits_6_without_running_it(three_seeds, in_process,

@@ -13,47 +13,17 @@ from torch import nn
 
 from graphgps_ext import seed_folder
 from graphgps_ext.config import ConfigError
-from graphgps_ext.logger import STATS_FILE, read_jsonl
+from graphgps_ext.files import ResultsWriteError, read_jsonl
 from graphgps_ext.run import StartRefused
 from graphgps_ext.train import checkpoint as ckpt
 from graphgps_ext.train.loop import NonFiniteLossError
 from graphgps_ext.train.loss import LOSSES, cross_entropy
 
-
-def snapshot(folder):
-    out = {}
-    for root, _, files in os.walk(folder):
-        for name in files:
-            path = os.path.join(root, name)
-            with open(path, 'rb') as f:
-                out[os.path.relpath(path, folder)] = f.read()
-    return out
-
-
-def stats(run_dir, split='train'):
-    return [{k: v for k, v in r.items() if k != 'time_epoch'}
-            for r in read_jsonl(os.path.join(run_dir, split, STATS_FILE))]
-
-
-def all_stats(run_dir):
-    return {s: stats(run_dir, s) for s in ('train', 'val', 'test')}
+from run_checks import Interrupt, all_stats, snapshot, stats
 
 
 def run_dir_of(cfg):
     return os.path.join(cfg.out_dir, 'tiny', str(cfg.seed))
-
-
-class Interrupt:
-    """A loss that raises KeyboardInterrupt on its ``at``-th call."""
-
-    def __init__(self, at):
-        self.calls, self.at = 0, at
-
-    def __call__(self, pred, true):
-        self.calls += 1
-        if self.calls == self.at:
-            raise KeyboardInterrupt
-        return cross_entropy(pred, true)
 
 
 def interrupted(tiny_run, cfg, monkeypatch, at=21):
@@ -101,7 +71,7 @@ def test_failed_start_leaves_a_finished_seed_untouched(tiny_run, tiny_cfg,
 
         with monkeypatch.context() as m:
             m.setattr(os, 'fsync', full)
-            with pytest.raises(ckpt.ResultsWriteError, match='No space left'):
+            with pytest.raises(ResultsWriteError, match='No space left'):
                 tiny_run.run_seed(tiny_cfg.clone(), overwrite=True)
         assert snapshot(run_dir) == before
     assert sorted(os.listdir(run_dir)) == sorted(
@@ -303,7 +273,7 @@ def test_disk_full_mid_run_keeps_the_last_good_state(tiny_run, tiny_cfg, tmp_pat
         real(fd)
 
     monkeypatch.setattr(os, 'fsync', fills_up)
-    with pytest.raises(ckpt.ResultsWriteError, match='No space left'):
+    with pytest.raises(ResultsWriteError, match='No space left'):
         tiny_run.run_seed(tiny_cfg.clone())
     monkeypatch.setattr(os, 'fsync', real)
     assert not [p for p in snapshot(run_dir) if '.tmp' in p]

@@ -12,16 +12,7 @@ import pytest
 from graphgps_ext import seed_folder as sf
 from graphgps_ext.logger import STATS_FILE
 
-
-def snapshot(folder):
-    """``{relative path: bytes}`` of every file below ``folder``."""
-    out = {}
-    for root, _, files in os.walk(folder):
-        for name in files:
-            path = os.path.join(root, name)
-            with open(path, 'rb') as f:
-                out[os.path.relpath(path, folder)] = f.read()
-    return out
+from run_checks import snapshot
 
 
 def make_run(folder):

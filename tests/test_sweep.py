@@ -168,8 +168,8 @@ def test_parse_seeds():
 
 
 def test_overrides_decide_results_logs_skip_and_aggregation(ws):
-    """The issue's case: a run_name override launches into its own folder,
-    not into the config's complete one."""
+    """A run_name override launches into its own folder, not into the
+    config's complete one."""
     base = done(ws.root, 'results/geaet-zinc', 0, 'configs/geaet/zinc.yaml')
     done(ws.root, 'results/geaet-zinc', 1, 'configs/geaet/zinc.yaml')
     _, out = ws('--dry-run', 'configs/geaet/zinc.yaml', '--seeds', '0-1', '--',

@@ -2,8 +2,8 @@ r"""Benchmarks: ``python -m graphgps_ext.bench``.
 
 Suites (``--suite``):
 
-- ``paper-zinc`` (:mod:`.models`): whole models at the anchor configuration of
-  issue #8 (10 layers, d 64, RWSE-20, batch 32, AdamW + clipping) on
+- ``paper-zinc`` (:mod:`.models`): whole models at the authors' ZINC
+  configuration (10 layers, d 64, RWSE-20, batch 32, AdamW + clipping) on
   synthetic ZINC-size graphs: parameters, train and eval graphs/s, ratio to
   the authors' code, peak memory per step;
 - ``layers`` (:mod:`.layers`): forward + backward graphs/s and peak memory of

@@ -18,7 +18,6 @@
 - :func:`markdown_table` renders rows for the terminal and the README.
 """
 import contextlib
-import json
 import os
 import platform
 import statistics
@@ -27,6 +26,8 @@ import time
 from typing import Callable, Dict, List, Optional, Sequence
 
 import torch
+
+from graphgps_ext import files
 
 MiB = 2.0 ** 20
 
@@ -167,7 +168,8 @@ def host_warning(probes: Sequence[Dict[str, float]],
     end and, in ``paper-zinc``, every pass) spread by more than
     ``tolerance`` (fastest over slowest above ``1 + tolerance``), else
     ``None``: the timings of such a run are not comparable with one another
-    or with figures measured elsewhere (such as the issue's anchors)."""
+    or with figures measured elsewhere (such as the anchors of the authors'
+    code in ``docs/performance.md``)."""
     spreads = []
     for key, unit in (('copy_gb_s', 'GB/s memory copy'),
                       ('matmul_gflop_s', 'GFLOP/s matmul')):
@@ -203,7 +205,8 @@ def markdown_table(headers: List[str], rows: List[List[object]]) -> str:
 
 
 def write_json(path: str, payload: Dict[str, object]):
-    """Write ``payload`` as indented JSON (NaN written as ``null``)."""
+    """Write ``payload`` as indented JSON (NaN written as ``null``),
+    atomically."""
     def clean(obj):
         if isinstance(obj, float) and obj != obj:
             return None
@@ -212,8 +215,4 @@ def write_json(path: str, payload: Dict[str, object]):
         if isinstance(obj, (list, tuple)):
             return [clean(v) for v in obj]
         return obj
-    directory = os.path.dirname(os.path.abspath(path))
-    os.makedirs(directory, exist_ok=True)
-    with open(path, 'w') as f:
-        json.dump(clean(payload), f, indent=2)
-        f.write('\n')
+    files.write_json(path, clean(payload))

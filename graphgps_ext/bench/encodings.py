@@ -1,4 +1,4 @@
-r"""Benchmark of the structural encodings (issue #4 / #8).
+r"""Benchmark of the structural encodings.
 
 Measures, on real molecules (copies of ``../shared/data`` beside the checkout):
 
@@ -91,7 +91,8 @@ def _time(fn: Callable[[], object], repeats: int,
 def precompute_rows(name: str, graphs: list, repeats: int = 3,
                     warmup: bool = True, log=print) -> List[dict]:
     """Seconds per 1,000 graphs of every encoding kind on ``graphs``."""
-    from graphgps_ext.transform import EncodedList, compute_entries, graph_store, thread_limit
+    from graphgps_ext.transform.precompute import (EncodedList, compute_entries,
+                                                   graph_store, thread_limit)
     store = graph_store(EncodedList(graphs))
     scale = 1000.0 / len(graphs)
     rows = []
@@ -111,7 +112,7 @@ def precompute_rows(name: str, graphs: list, repeats: int = 3,
 
 def _pyg_reference(name, graphs, scale, repeats, log) -> dict:
     from torch_geometric.transforms import AddLaplacianEigenvectorPE, AddRandomWalkPE
-    from graphgps_ext.transform import thread_limit
+    from graphgps_ext.transform.precompute import thread_limit
     lap = AddLaplacianEigenvectorPE(10, attr_name='lap', is_undirected=True)
     rw = AddRandomWalkPE(20, attr_name='rw')
 
@@ -142,7 +143,7 @@ def on_the_fly_rows(name: str, graphs: list, batch_size: int,
     from graphgps_ext.config.posenc import posenc_cfg
     from graphgps_ext.encoder.pair import PairEncoder
     from graphgps_ext.layer.context import GraphContext
-    from graphgps_ext.loader.task import TaskInfo
+    from graphgps_ext.task import TaskInfo
 
     from graphgps_ext.bench.common import sync
 

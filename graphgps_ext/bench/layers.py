@@ -1,5 +1,5 @@
 r"""Suite ``layers``: forward + backward throughput and peak memory of every
-layer type (issue #5, "Benchmark").
+layer type.
 
 A *layer type* is one hybrid layer (:class:`~graphgps_ext.layer.hybrid.HybridLayer`:
 the branch, its residual and norm, and the FFN) built by
@@ -205,7 +205,7 @@ def run(device: torch.device, families: Sequence[str] = tuple(FAMILIES),
         distinct_batches: int = 2, seed: int = 0, amp: bool = False,
         use_compile: bool = False, log=print) -> Dict[str, object]:
     """Run the suite; returns ``{'rows': [...], 'markdown': str}``."""
-    from graphgps_ext.config.speed import autocast
+    from graphgps_ext.train.speed import autocast
     names = list(types or LAYER_TYPES)
     unknown = [t for t in names if t not in LAYER_TYPES]
     if unknown:

@@ -1,8 +1,9 @@
 r"""Suite ``paper-zinc``: whole-model training and evaluation throughput at
-the anchor configuration of issue #8.
+the authors' ZINC configuration (the anchor configuration of
+``docs/performance.md``).
 
 Every row is a :class:`~graphgps_ext.network.model.GPSModel` built from the
-project's config (:func:`graphgps_ext.config.load.load_cfg` with the row's
+project's config (:func:`graphgps_ext.run_config.load_cfg` with the row's
 overrides) at the authors' ZINC settings: 10 layers, hidden 64, RWSE-20 node
 PE (``TypeDictNode+RWSE``, ``dim_pe`` 28, BatchNorm on the raw PE), bond
 types through ``TypeDictEdge``, attention dropout 0.5, batch 32, AdamW
@@ -22,8 +23,9 @@ iterates the same graphs in order under ``torch.inference_mode`` in eval mode.
 Reported per row: parameters (and the authors' count), train and eval
 graphs/s (medians over ``--repeats`` passes, rows interleaved so that load
 changes hit every row alike), the ratio of train graphs/s to the anchor
-measured with the authors' code (issue #8), and the peak memory of one
-training step (:func:`~graphgps_ext.bench.common.peak_step_memory`).
+measured with the authors' code (``docs/performance.md``), and the peak
+memory of one training step
+(:func:`~graphgps_ext.bench.common.peak_step_memory`).
 """
 import gc
 import time
@@ -36,7 +38,7 @@ from torch import nn
 from graphgps_ext.bench import common
 from graphgps_ext.bench.data import (EDGE_TYPES, FAMILIES, NODE_TYPES,
                                      add_rwse, make_graphs)
-from graphgps_ext.config.speed import autocast, clip_grad_norm_
+from graphgps_ext.train.speed import autocast, clip_grad_norm_
 
 
 def make_cfg(opts: Sequence = ()):
@@ -44,7 +46,7 @@ def make_cfg(opts: Sequence = ()):
     (``KEY VALUE`` pairs, values of any type). A private clone of
     GraphGym's global ``cfg``."""
     from graphgps_ext.config import check_values, merge_list
-    from graphgps_ext.config.load import load_cfg
+    from graphgps_ext.run_config import load_cfg
     cfg = load_cfg(None, [])
     merge_list(cfg, [str(o) for o in opts])
     check_values(cfg)
@@ -54,7 +56,7 @@ def make_cfg(opts: Sequence = ()):
 
 def zinc_task():
     """The :class:`TaskInfo` of ZINC (graph regression, L1, MAE)."""
-    from graphgps_ext.loader.task import TaskInfo
+    from graphgps_ext.task import TaskInfo
     return TaskInfo(name='ZINC', task='graph', task_type='regression',
                     num_outputs=1, loss='l1', metric='mae',
                     metric_direction='min', metrics=['mae'],
@@ -112,7 +114,8 @@ class ModelRow:
         key: short name for ``--rows``.
         name: row label.
         overrides: config overrides on top of :data:`ZINC_BASE`.
-        anchor: train graphs/s of the authors' code (issue #8), if measured.
+        anchor: train graphs/s of the authors' code
+            (``docs/performance.md``), if measured.
         anchor_params: parameter count of the authors' model.
         param_differences: ``(ours - authors', reason)`` for every module in
             which the row's model differs from the authors' (the row's count
@@ -178,7 +181,7 @@ def make_dataset(cfg, num_graphs: int, seed: int):
     """Synthetic ZINC-size graphs with the encodings ``cfg`` asks for."""
     graphs = make_graphs(FAMILIES['zinc'], num_graphs, seed)
     try:
-        from graphgps_ext.transform import precompute_encodings
+        from graphgps_ext.transform.precompute import precompute_encodings
     except ImportError:
         add_rwse(graphs, 20)
         return graphs, 'graphgps_ext.bench.data.add_rwse'
@@ -195,7 +198,7 @@ class Runner:
     def __init__(self, row: ModelRow, dataset, device: torch.device,
                  seed: int = 0, use_compile: bool = False, bf16: bool = False,
                  opts: Sequence = ()):
-        from graphgps_ext.config.speed import compile_model
+        from graphgps_ext.train.speed import compile_model
         from graphgps_ext.loader.dataloader import graph_loader
         from graphgps_ext.train.optim import build_optimizer, stepped_params
         from graphgps_ext.train.loss import LOSSES

@@ -1,5 +1,5 @@
 r"""Suite ``scaling``: time per epoch against graph size at a fixed number of
-nodes (issue #8, item 4).
+nodes.
 
 For every layer type of :data:`graphgps_ext.bench.layers.LAYER_TYPES` and
 every graph size ``n`` (default 25, 50, 100, 200, 400) an *epoch* is

@@ -3,7 +3,7 @@
 Each group lives in its own module of this package and is registered
 explicitly in :mod:`graphgps_ext.register`.  A group module declares its keys
 (the group function) and their checks, which :func:`load_cfg
-<graphgps_ext.config.load.load_cfg>` runs at start, before any data is read:
+<graphgps_ext.run_config.load_cfg>` runs at start, before any data is read:
 
 - :func:`choices`: the allowed values of an enumerated key (a bad value gets
   the closest valid ones, compared case-insensitively);
@@ -24,8 +24,11 @@ explicitly in :mod:`graphgps_ext.register`.  A group module declares its keys
 
 A key counts as *set* when the config file or the command line gives it a
 value other than its default (so a resolved ``config.yaml`` reloads as it
-ran). Checks that need the registries (model, branch, head and encoder
-names, dataset names) live one level up, in :mod:`graphgps_ext.config.load`.
+ran). This package imports nothing from the layers above it (the
+registries, the model, the loaders, training): checks that need the
+registries (model, branch, head, encoder, loss, metric and dataset names)
+live one level up, in :mod:`graphgps_ext.run_config` and
+:mod:`graphgps_ext.register` (``tests/config/test_layering.py``).
 """
 import difflib
 import math
@@ -192,15 +195,24 @@ def _all_keys(node: CfgNode, prefix: str = '') -> List[str]:
     return out
 
 
+def flatten(tree: Union[CfgNode, dict], prefix: str = '',
+            keep_empty: bool = False) -> Dict[str, Any]:
+    """``{dotted key: value}`` of the leaves of a nested mapping (a config, a
+    parsed YAML file): ``{'a': {'b': 1}}`` -> ``{'a.b': 1}``. An empty group
+    is left out, or kept as ``{}`` with ``keep_empty``."""
+    out: Dict[str, Any] = {}
+    for k, v in tree.items():
+        key = f'{prefix}{k}'
+        if isinstance(v, dict) and (v or not keep_empty):
+            out.update(flatten(v, key + '.', keep_empty))
+        else:
+            out[key] = v
+    return out
+
+
 def leaf_keys(node: Union[CfgNode, dict], prefix: str = '') -> List[str]:
     """The dotted keys of the values (not the groups) of ``node``."""
-    out = []
-    for k, v in node.items():
-        if isinstance(v, dict):
-            out.extend(leaf_keys(v, f'{prefix}{k}.'))
-        else:
-            out.append(f'{prefix}{k}')
-    return out
+    return list(flatten(node, prefix))
 
 
 _MISSING, _RAISE = object(), object()

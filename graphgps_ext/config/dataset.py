@@ -6,7 +6,7 @@ GraphGym's own keys are reused with GraphGPS meaning: ``dataset.format``
 ``dataset.dir`` (root of the local files) and ``dataset.split`` (fractions of
 random splits, used where a dataset has no standard split). The task keys
 below default to ``'auto'`` = derived from the dataset
-(:mod:`graphgps_ext.loader.tasks` documents the convention).
+(:mod:`graphgps_ext.task` documents the convention).
 """
 from graphgps_ext.config import bounded, choices, ignored, non_negative, rule, unused
 

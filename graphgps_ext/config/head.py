@@ -1,7 +1,7 @@
 """Config group ``head``: the task heads (:mod:`graphgps_ext.head`).
 
 Which head runs is GraphGym's ``gnn.head`` (``default`` = the dataset's
-:attr:`TaskInfo.head <graphgps_ext.loader.task.TaskInfo>`).  Two GraphGym keys
+:attr:`TaskInfo.head <graphgps_ext.task.TaskInfo>`).  Two GraphGym keys
 are reused so that GraphGPS configs keep their meaning:
 
 - ``model.graph_pooling`` is the pooling when ``head.pool: default``;

@@ -17,6 +17,7 @@ own encoder); otherwise the dataset's own type encoder plus every PE group
 with ``enable: True``. A PE named in ``node_encoder_name`` is precomputed
 even if its ``enable`` flag is off.
 """
+import re
 from typing import Dict, List, Optional, Tuple
 
 from graphgps_ext.config import (bounded, choices, ignored, non_negative, positive,
@@ -246,8 +247,21 @@ def pair_encoder_needed(cfg) -> bool:
     return bool(cfg.pairenc.enable) or 'CSA' in parts
 
 
+def parse_times(times: List[int], times_func: str = '') -> List[int]:
+    r"""The RWSE step list from ``kernel.times`` or a GraphGPS-style
+    ``kernel.times_func`` string ``'range(a, b[, step])'``."""
+    if times_func:
+        m = re.fullmatch(r'\s*range\(\s*(\d+)\s*(?:,\s*(\d+)\s*)?(?:,\s*(\d+)\s*)?\)\s*',
+                         times_func)
+        if m is None:
+            raise ValueError(f"kernel.times_func '{times_func}' must look like "
+                             "'range(1, 21)'")
+        args = [int(a) for a in m.groups() if a is not None]
+        return list(range(*args))
+    return [int(t) for t in times]
+
+
 def rwse_times(cfg) -> List[int]:
-    from graphgps_ext.transform.rwse import parse_times
     k = cfg.posenc_RWSE.kernel
     return parse_times(list(k.times), str(k.times_func) if not k.times else '')
 

@@ -37,11 +37,9 @@ path available and gives the plain path's results within tolerance
   ``bf16`` (bfloat16 autocast; fast on CUDA GPUs with bf16 units, on most
   CPUs slower than float32). The loss is computed in float32.
 
-The helpers apply the switches where a model is run (the training loop, the
-benchmark): :func:`compile_model`, :func:`autocast`, :func:`clip_grad_norm_`.
+:mod:`graphgps_ext.train.speed` applies the switches where a model is run
+(the training loop, the benchmark).
 """
-import contextlib
-
 from graphgps_ext.config import choices, ignored, volatile
 
 # The group's keys and defaults (dotted key -> default).
@@ -79,28 +77,3 @@ ignored('train.compile_mode', 'train.compile_dynamic',
         unless=lambda cfg: cfg.train.compile, why='train.compile is False',
         in_file='warn')
 
-
-def compile_model(model, cfg):
-    """``torch.compile(model)`` when ``train.compile``, else ``model``."""
-    if not cfg.train.compile:
-        return model
-    import torch
-    return torch.compile(model, mode=cfg.train.compile_mode,
-                         dynamic=cfg.train.compile_dynamic)
-
-
-def autocast(cfg, device_type: str):
-    """The autocast context of ``train.amp`` on ``device_type``
-    (``'cpu'`` or ``'cuda'``); a no-op context for ``none``."""
-    if cfg.train.amp == 'none':
-        return contextlib.nullcontext()
-    import torch
-    return torch.autocast(device_type=device_type, dtype=torch.bfloat16)
-
-
-def clip_grad_norm_(parameters, max_norm: float, cfg):
-    """``torch.nn.utils.clip_grad_norm_`` (``foreach`` with ``optim.fused``)."""
-    import torch
-    return torch.nn.utils.clip_grad_norm_(
-        parameters, max_norm,
-        foreach=True if cfg.optim.fused else None)

@@ -10,9 +10,10 @@ GraphGym keys reused as they are: ``optim.optimizer``, ``optim.base_lr``,
 ``train.eval_period``, ``train.auto_resume``, ``seed``, ``out_dir``,
 ``accelerator``, ``metric_best``, ``metric_agg``, ``model.loss_fun``.
 """
+import importlib.util
+
 from graphgps_ext.config import (advice, bounded, choices, ignored, non_negative,
                                  positive, resumable, rule, unused, volatile)
-from graphgps_ext.metrics import METRICS
 
 
 def train_cfg(cfg):
@@ -101,8 +102,9 @@ choices('dist.launcher', ['auto', 'torchrun', 'slurm', 'none'])
 choices('dist.backend', ['auto', 'nccl', 'gloo'])
 choices('wandb.mode', ['online', 'offline', 'disabled'])
 choices('metric_agg', ['argmax', 'argmin'])
-choices('metric_best', ['auto'] + list(METRICS))
-choices('dataset.metrics', list(METRICS))
+# metric_best and dataset.metrics take the names of the metric table
+# (graphgps_ext.metrics), declared where it is registered
+# (graphgps_ext.register).
 
 # Where and how a run executes, not what it computes (GraphGym's keys
 # included): outside the run fingerprint.
@@ -136,6 +138,14 @@ def _global_batch_and_scaling(cfg):
     if cfg.train.batch_size_global > 0 and cfg.optim.lr_scaling != 'none':
         return ('train.batch_size_global keeps the effective batch fixed, so '
                 f"optim.lr_scaling must be 'none' (got '{cfg.optim.lr_scaling}')")
+    return None
+
+
+@rule
+def _wandb_installed(cfg):
+    if cfg.wandb.use and importlib.util.find_spec('wandb') is None:
+        return ('wandb.use is True but the wandb package is not installed: '
+                'pip install -e ".[wandb]" (or set wandb.use False)')
     return None
 
 

@@ -35,6 +35,8 @@ from typing import Optional
 from torch import nn
 import torch_geometric.graphgym.register as register
 
+from graphgps_ext.config import closest
+from graphgps_ext.config.posenc import node_encoder_parts, pair_encoder_needed
 from graphgps_ext.encoder.ast import ASTNode
 from graphgps_ext.encoder.composite import CompositeNodeEncoder
 from graphgps_ext.encoder.dummy_edge import DummyEdge
@@ -78,7 +80,6 @@ def _lookup(table_name: str, name: str, role: str):
     # (without ``from_cfg``); the registry adds user-registered encoders.
     cls = own.get(name, table.get(name))
     if cls is None:
-        from graphgps_ext.config import closest
         known = sorted(set(table) | set(own))
         hint = closest(name, known)
         raise ValueError(f"unknown {role} encoder '{name}'"
@@ -92,7 +93,6 @@ def _lookup(table_name: str, name: str, role: str):
 
 def build_node_encoder(cfg, task, dim: int) -> nn.Module:
     r"""``Module(batch) -> [N, dim]`` (see the module docstring for the rules)."""
-    from graphgps_ext.config.posenc import node_encoder_parts
     type_name, pes = node_encoder_parts(cfg, task.node_encoder)
     if type_name is None:
         raise ValueError(f"dataset '{task.name}' has no default node encoder; "
@@ -186,7 +186,6 @@ def build_edge_encoder(cfg, task, dim: int) -> Optional[nn.Module]:
 
 def build_pair_encoder(cfg, task, dim: int) -> Optional[nn.Module]:
     r"""``Module(batch, ctx) -> [B, n_max, n_max, dim]`` or ``None``."""
-    from graphgps_ext.config.posenc import pair_encoder_needed
     if not pair_encoder_needed(cfg):
         return None
     return PairEncoder.from_cfg(cfg, task, dim)

@@ -16,6 +16,7 @@ from typing import List, Optional, Sequence
 
 import torch
 from torch import Tensor, nn
+from torch_geometric.nn.inits import reset
 
 
 class CompositeNodeEncoder(nn.Module):
@@ -32,9 +33,8 @@ class CompositeNodeEncoder(nn.Module):
         self.norm = norm
 
     def reset_parameters(self):
-        for m in self.modules():
-            if m is not self and hasattr(m, 'reset_parameters'):
-                m.reset_parameters()
+        for child in self.children():
+            reset(child)
 
     def forward(self, batch) -> Tensor:
         for enc in self.side:

@@ -22,6 +22,7 @@ embedding, ``d`` when added).
 """
 import torch
 from torch import Tensor, nn
+from torch_geometric.nn.inits import reset
 
 
 def _mlp(dims, final_act=True) -> nn.Sequential:
@@ -92,9 +93,8 @@ class LapPE(nn.Module):
                    bool(pc.sign_flip), bool(pc.pass_as_var))
 
     def reset_parameters(self):
-        for m in self.modules():
-            if m is not self and hasattr(m, 'reset_parameters'):
-                m.reset_parameters()
+        for child in self.children():
+            reset(child)
 
     def forward(self, batch) -> Tensor:
         if not hasattr(batch, 'pe_lap_vec'):

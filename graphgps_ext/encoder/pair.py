@@ -65,6 +65,7 @@ from typing import Optional
 
 import torch
 from torch import Tensor, nn
+from torch_geometric.nn.inits import reset
 
 from graphgps_ext.transform.dense import layout_adj
 from graphgps_ext.transform.edge_rwse import edge_rwse_dense
@@ -152,9 +153,8 @@ class PairEncoder(nn.Module):
                    bool(pe.rings), pe.ring_mode, bool(pe.on_the_fly))
 
     def reset_parameters(self):
-        for m in self.modules():
-            if m is not self and hasattr(m, 'reset_parameters'):
-                m.reset_parameters()
+        for child in self.children():
+            reset(child)
 
     # -- raw relative values -------------------------------------------------
     def _dense_from_storage(self, batch, layout, attr: str, fill) -> Tensor:

@@ -11,7 +11,9 @@ Input ``pe_rwse`` ``[N, K]`` = :math:`[(P^{k})_{ii}]_{k}` with
 Output ``[N, dim_out]`` (``dim_pe`` when concatenated, ``d`` when added).
 """
 from torch import Tensor, nn
+from torch_geometric.nn.inits import reset
 
+from graphgps_ext.config.posenc import rwse_times
 from graphgps_ext.encoder.lap_pe import _mlp
 
 
@@ -32,15 +34,13 @@ class RWSE(nn.Module):
 
     @classmethod
     def from_cfg(cls, cfg, task, dim: int) -> 'RWSE':
-        from graphgps_ext.config.posenc import rwse_times
         pc = cfg.posenc_RWSE
         return cls(len(rwse_times(cfg)), dim, pc.model, int(pc.layers),
                    str(pc.raw_norm_type).lower() == 'batchnorm')
 
     def reset_parameters(self):
-        for m in self.modules():
-            if m is not self and hasattr(m, 'reset_parameters'):
-                m.reset_parameters()
+        for child in self.children():
+            reset(child)
 
     def forward(self, batch) -> Tensor:
         if not hasattr(batch, 'pe_rwse'):

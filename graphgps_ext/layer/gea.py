@@ -3,6 +3,7 @@ from typing import Optional, Tuple
 
 import torch
 from torch import Tensor, nn
+from torch_geometric.nn.inits import reset
 from torch_geometric.utils import scatter
 
 from graphgps_ext.layer.context import GraphContext
@@ -180,9 +181,8 @@ class GEANet(nn.Module):
                    edge_skip=not g.parity_edge_no_skip)
 
     def reset_parameters(self):
-        for m in self.children():
-            if hasattr(m, 'reset_parameters'):
-                m.reset_parameters()
+        for child in self.children():
+            reset(child)
 
     def _share(self, h: Tensor) -> Tensor:
         """``[M, d]`` -> ``[M, H, d_h]``: apply ``U_s`` and split heads."""

@@ -6,6 +6,7 @@ from typing import Optional, Tuple
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
+from torch_geometric.nn.inits import reset
 from torch_geometric.utils import scatter, softmax
 
 from graphgps_ext.layer.dropout import Dropout, dropout
@@ -123,9 +124,8 @@ class GT(nn.Module):
                    no_eps=cfg.gtlayer.parity_no_eps)
 
     def reset_parameters(self):
-        for m in self.modules():
-            if m is not self and hasattr(m, 'reset_parameters'):
-                m.reset_parameters()
+        for child in self.children():
+            reset(child)
 
     def forward(self, x: Tensor, edge_attr: Optional[Tensor],
                 ctx: GraphContext) -> Tuple[Tensor, Optional[Tensor]]:

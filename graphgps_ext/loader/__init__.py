@@ -1,4 +1,4 @@
-"""Datasets: readers, generators, splits, task metadata and data loaders.
+"""Datasets: readers, generators, splits and data loaders.
 
 ``load_dataset(cfg) -> DatasetBundle`` and ``make_loaders(cfg, bundle)`` are
 the interface used by the training loop; :mod:`.sources` lists the supported
@@ -7,7 +7,6 @@ the interface used by the training loop; :mod:`.sources` lists the supported
 from graphgps_ext.loader.dataloader import make_loaders
 from graphgps_ext.loader.master import DatasetBundle, load_dataset
 from graphgps_ext.loader.offline import DatasetNotFoundError
-from graphgps_ext.loader.task import TaskInfo
 
-__all__ = ['DatasetBundle', 'DatasetNotFoundError', 'TaskInfo',
-           'load_dataset', 'make_loaders']
+__all__ = ['DatasetBundle', 'DatasetNotFoundError', 'load_dataset',
+           'make_loaders']

@@ -41,6 +41,7 @@ from typing import Any, Callable, Dict, List, Optional, Sequence
 import torch
 from torch_geometric.data import InMemoryDataset
 
+from graphgps_ext.files import ResultsWriteError, write_text
 from graphgps_ext.loader.errors import DataCorruptError, DataError
 from graphgps_ext.loader.offline import require_files
 
@@ -279,18 +280,11 @@ class ProcessedCache:
         stamp = dict(version=STAMP_VERSION, dataset=self.raw.dataset, raw=state,
                      files=file_state(self._listing(), known))
         path = osp.join(self.dir, STAMP)
-        tmp = f'{path}.tmp{os.getpid()}'
         try:
-            with open(tmp, 'w') as f:
-                json.dump(stamp, f, indent=1, sort_keys=True)
-                f.flush()
-                os.fsync(f.fileno())
-            os.replace(tmp, path)
-        except OSError as err:  # a read-only dataset folder: no stamp
+            write_text(path, json.dumps(stamp, indent=1, sort_keys=True))
+        except ResultsWriteError as err:  # a read-only dataset folder: no stamp
             log.warning('%s: cannot write %s (%s); the processed data is used '
-                        'but not stamped', self.raw.dataset, path, err)
-            with contextlib.suppress(OSError):
-                os.remove(tmp)
+                        'but not stamped', self.raw.dataset, path, err.strerror)
 
     def _clear(self, names: Optional[Sequence[str]] = None):
         """Remove ``names`` (default: every processed file and folder, the

@@ -12,8 +12,8 @@ from torch_geometric.data import Dataset
 
 from graphgps_ext.loader import splits as split_utils
 from graphgps_ext.loader.sources import FORMATS, Source, check_dataset
-from graphgps_ext.loader.task import TaskInfo
-from graphgps_ext.loader.tasks import apply_overrides, build_task
+from graphgps_ext.task import TaskInfo, apply_overrides, build_task
+from graphgps_ext.transform import precompute
 
 log = logging.getLogger(__name__)
 
@@ -56,17 +56,10 @@ def _limit(src: Source, max_graphs: int):
 
 
 def _precompute(src: Source, cfg):
-    try:
-        from graphgps_ext.transform import precompute_encodings
-    except ImportError as err:
-        raise ImportError(
-            'graphgps_ext.transform.precompute_encodings(dataset, cfg, '
-            'cache_dir) is missing; the loader needs it to attach positional '
-            f'encodings (it is a no-op when none is enabled): {err}') from err
     size = f'_max{cfg.dataset.max_graphs}' if cfg.dataset.max_graphs > 0 else ''
     for part, ds in list(src.parts.items()):
         cache = osp.join(src.folder, 'encodings', f'{part}{size}')
-        src.parts[part] = precompute_encodings(ds, cfg, cache)
+        src.parts[part] = precompute.precompute_encodings(ds, cfg, cache)
 
 
 def load_dataset(cfg) -> DatasetBundle:
@@ -75,7 +68,7 @@ def load_dataset(cfg) -> DatasetBundle:
 
     Steps: read (or generate / download when missing and online) the data;
     apply ``dataset.max_graphs``; derive :class:`TaskInfo` and apply config
-    overrides; precompute encodings (:func:`graphgps_ext.transform.
+    overrides; precompute encodings (:func:`graphgps_ext.transform.precompute.
     precompute_encodings`, cached under the dataset's folder); split.
 
     Raises:

@@ -20,10 +20,9 @@ import ast
 import hashlib
 import os.path as osp
 import pickle
-from typing import Dict, List
+from typing import TYPE_CHECKING, Dict, List
 
 import numpy as np
-import pandas as pd
 import torch
 from torch import Tensor
 from torch_geometric.data import Data, InMemoryDataset
@@ -31,6 +30,9 @@ from torch_geometric.data import Data, InMemoryDataset
 from graphgps_ext.loader import splits as split_utils
 from graphgps_ext.loader.errors import DatasetNotFoundError
 from graphgps_ext.loader.integrity import RawFiles
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 VARIANTS = {
     'peptides-functional': dict(
@@ -71,11 +73,12 @@ def read_split(folder: str, name: str) -> Dict[str, Tensor]:
             for k in split_utils.SPLITS}
 
 
-def read_table(folder: str, name: str) -> pd.DataFrame:
+def read_table(folder: str, name: str) -> 'pd.DataFrame':
+    import pandas as pd  # only where Peptides is read: not on every run's path
     return pd.read_csv(osp.join(folder, 'raw', VARIANTS[name]['csv']))
 
 
-def labels_of(df: pd.DataFrame, name: str) -> Tensor:
+def labels_of(df: 'pd.DataFrame', name: str) -> Tensor:
     """Targets of the rows of ``df``: ``[G, 10]`` 0/1 floats (func) or
     ``[G, 11]`` standardised regression targets (struct)."""
     if name == 'peptides-functional':

@@ -1,8 +1,8 @@
 r"""Dataset shapes without the data: what a model needs to be built.
 
-:data:`~graphgps_ext.loader.tasks.SPECS` holds what a benchmark fixes (loss,
+:data:`~graphgps_ext.task.SPECS` holds what a benchmark fixes (loss,
 metric, encoders, head); the loader completes a
-:class:`~graphgps_ext.loader.task.TaskInfo` from one graph of the data
+:class:`~graphgps_ext.task.TaskInfo` from one graph of the data
 (feature widths, vocabularies, classes). This module knows those shapes per
 dataset, so that a model can be built **without loading the data**:
 
@@ -32,8 +32,7 @@ from typing import Callable, Dict, List, Tuple
 import torch
 from torch_geometric.data import Data
 
-from graphgps_ext.loader.task import TaskInfo
-from graphgps_ext.loader.tasks import apply_overrides, build_task
+from graphgps_ext.task import TaskInfo, apply_overrides, build_task
 
 CODE2 = dict(num_vocab=5000, max_seq_len=5, max_depth=20, num_nodetypes=98,
              num_nodeattributes=10030)

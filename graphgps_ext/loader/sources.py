@@ -27,13 +27,14 @@ import torch
 from torch import Tensor
 from torch_geometric.data import Dataset
 
+from graphgps_ext.config import did_you_mean
 from graphgps_ext.loader import splits as split_utils
 from graphgps_ext.loader import storage
 from graphgps_ext.loader.errors import DataError, DatasetNotFoundError
 from graphgps_ext.loader.integrity import ProcessedCache, RawFiles
 from graphgps_ext.loader.offline import (allow_pyg_globals, no_prompt,
                                          torch_load_trusted)
-from graphgps_ext.loader.tasks import SPECS
+from graphgps_ext.task import SPECS
 
 # GraphGPS: PCQM4Mv2 holds out 150k random training molecules (rng 42) as
 # validation and tests on the official 'valid' split; the subset keeps 10 %
@@ -454,7 +455,6 @@ def dataset_names(fmt: str) -> Optional[List[str]]:
 def check_dataset(cfg):
     """Raise ``ValueError`` (naming the valid values) for a ``dataset.format``
     or ``dataset.name`` that no reader knows; reads no data."""
-    from graphgps_ext.config import did_you_mean
     fmt, name = cfg.dataset.format, str(cfg.dataset.name)
     if fmt not in FORMATS:
         raise ValueError(f"unknown dataset.format '{fmt}'" + (did_you_mean(fmt, list(FORMATS)) or '.')
@@ -473,7 +473,7 @@ def check_dataset(cfg):
 
 
 def spec_of(cfg) -> Optional[Dict[str, Any]]:
-    """The task metadata (:data:`~graphgps_ext.loader.tasks.SPECS` entry) of
+    """The task metadata (:data:`~graphgps_ext.task.SPECS` entry) of
     the configured dataset where it is known without reading data, else
     ``None`` (e.g. an ``ogbg-*`` dataset other than molpcba and code2)."""
     fmt, name = cfg.dataset.format, str(cfg.dataset.name)

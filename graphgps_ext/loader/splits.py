@@ -6,7 +6,7 @@ import numpy as np
 import torch
 from torch import Tensor
 
-SPLITS = ('train', 'val', 'test')
+from graphgps_ext.task import SPLITS
 
 
 def stratified_split(y: Tensor, ratios: Sequence[float],

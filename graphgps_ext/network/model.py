@@ -21,11 +21,12 @@ from typing import Optional
 from torch import nn
 import torch_geometric.graphgym.register as register
 
+from graphgps_ext.config import closest
 from graphgps_ext.head.base import pool_name
 from graphgps_ext.head.virtual_node import VirtualNode
 from graphgps_ext.layer.context import GraphContext
 from graphgps_ext.layer.hybrid import HybridLayer
-from graphgps_ext.loader.task import TaskInfo
+from graphgps_ext.task import TaskInfo
 
 
 def parse_layer_type(layer_type: str):
@@ -40,7 +41,6 @@ def parse_layer_type(layer_type: str):
     names = [None if p in ('None', 'none', '') else p for p in parts]
     for kind, name in zip(('local', 'global', 'external'), names):
         if name is not None and name not in register.layer_dict:
-            from graphgps_ext.config import closest
             hint = closest(name, list(register.layer_dict))
             raise ValueError(
                 f"unknown {kind} branch '{name}' in gt.layer_type "
@@ -60,7 +60,7 @@ class GPSModel(nn.Module):
 
     Args:
         cfg: the resolved config.
-        task: the dataset's :class:`~graphgps_ext.loader.task.TaskInfo`.
+        task: the dataset's :class:`~graphgps_ext.task.TaskInfo`.
 
     ``forward(batch)`` returns ``(pred, true)`` as GraphGym heads do.
     """

@@ -1,6 +1,5 @@
 """``python -m graphgps_ext.sweep``: the command line of the launcher."""
 import argparse
-import json
 import os
 import re
 import shlex
@@ -52,7 +51,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument('configs', nargs='*', metavar='CONFIG|GLOB',
                    help="YAML files or quoted globs ('configs/geaet/*.yaml')")
     g = p.add_argument_group('selection')
-    g.add_argument('--seeds', default=None, metavar='SPEC',
+    g.add_argument('--seeds', default=None, metavar='SEEDS',
                    help='seeds: ranges and lists, e.g. 0-9, 0,3,5, 0-3,8 (default 0)')
     g.add_argument('--plan', metavar='FILE',
                    help="lines 'CONFIG SEEDS' (per-config seeds; '#' comments); an "
@@ -197,9 +196,8 @@ def _grid_pairs(args, overrides: List[str], seeds: List[int], say
     """Write the point configs of the search; returns the pairs to run, the
     runs' overrides (without ``out_dir``: each point config holds it), the
     search folder and the search record (without fingerprints)."""
-    from graphgps_ext.config import closest
-    from graphgps_ext.config.load import load_cfg
-    from graphgps_ext.identity import flatten
+    from graphgps_ext.config import closest, flatten, read_yaml
+    from graphgps_ext.run_config import load_cfg
     from graphgps_ext.sweep.plan import resolve
     if len(args.configs) != 1 or args.plan:
         raise SweepError('--grid takes exactly one CONFIG (the base) and no --plan')
@@ -226,7 +224,7 @@ def _grid_pairs(args, overrides: List[str], seeds: List[int], say
     search_dir = os.path.join(root, '_search', task)
     cfg_dir = os.path.join(search_dir, 'configs')
     pts = gridlib.points(gridlib.stem(base), grids, args.sample, args.sample_seed)
-    base_yaml = gridlib.read_yaml(base)
+    base_yaml = read_yaml(base)
     os.makedirs(cfg_dir, exist_ok=True)
     names = {f'{p.name}.yaml' for p in pts}
     for old in os.listdir(cfg_dir):  # points of an earlier search of this name
@@ -255,13 +253,12 @@ def _grid_pairs(args, overrides: List[str], seeds: List[int], say
 
 
 def _write_search(search_dir: str, search: dict, plan: Plan):
-    from graphgps_ext.train.checkpoint import atomic_write_bytes
+    from graphgps_ext.files import write_json
     by_config = {t.config: t for t in plan.targets}
     for p in search['points']:
         t = by_config[p['config']]
         p.update(folder=t.folder, fingerprint=t.fingerprint)
-    data = (json.dumps(search, indent=2) + '\n').encode()
-    atomic_write_bytes(os.path.join(search_dir, gridlib.SEARCH_FILE), lambda f: f.write(data))
+    write_json(os.path.join(search_dir, gridlib.SEARCH_FILE), search)
 
 
 def summarize_command(search_dir: str, say: Callable[[str], None] = print) -> int:
@@ -414,10 +411,9 @@ def _slurm(args, plan: Plan, python, opt: slurm.SlurmOptions, aggs, skipped: str
         if agg_text:
             say(f'sbatch --parsable --dependency=afterany:<jobid> {agg}')
         return 0
-    from graphgps_ext.train.checkpoint import atomic_write_bytes
+    from graphgps_ext.files import write_text
     os.makedirs(slurm_dir, exist_ok=True)
-    data = array_text.encode()
-    atomic_write_bytes(script, lambda f: f.write(data))
+    write_text(script, array_text)
     try:
         jobid = slurm.sbatch([script])
     except RuntimeError as err:
@@ -425,8 +421,7 @@ def _slurm(args, plan: Plan, python, opt: slurm.SlurmOptions, aggs, skipped: str
         return 1
     say(f'submitted array job {jobid} ({len(plan.runs)} tasks; {skipped}): {script}')
     if agg_text:
-        data = agg_text.encode()
-        atomic_write_bytes(agg, lambda f: f.write(data))
+        write_text(agg, agg_text)
         try:
             aggid = slurm.sbatch([f'--dependency=afterany:{jobid}', agg])
         except RuntimeError as err:

@@ -45,6 +45,8 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import yaml
 
+from graphgps_ext.config import read_yaml
+from graphgps_ext.files import write_text
 from graphgps_ext.sweep.plan import SweepError
 
 _ALIAS = re.compile(r'[A-Za-z0-9_.+]+')
@@ -178,18 +180,8 @@ def point_config(base_yaml: Dict[str, Any], point: Point, **keys: Any) -> Dict[s
 
 
 def write_yaml(path: str, tree: Dict[str, Any], header: str):
-    from graphgps_ext.train.checkpoint import atomic_write_bytes
-    data = (''.join(f'# {ln}\n' for ln in header.splitlines())
-            + yaml.safe_dump(tree, sort_keys=False, default_flow_style=False)).encode()
-    atomic_write_bytes(path, lambda f: f.write(data))
-
-
-def read_yaml(path: str) -> Dict[str, Any]:
-    with open(path) as f:
-        tree = yaml.safe_load(f) or {}
-    if not isinstance(tree, dict):
-        raise SweepError(f'{path}: not a YAML mapping')
-    return tree
+    write_text(path, ''.join(f'# {ln}\n' for ln in header.splitlines())
+               + yaml.safe_dump(tree, sort_keys=False, default_flow_style=False))
 
 
 def stem(path: str) -> str:
@@ -265,7 +257,6 @@ def _fmt(pair: Optional[Tuple[float, float]]) -> str:
 
 
 def _write_summary(search_dir: str, search: Dict[str, Any], ranked: List[PointResult]):
-    from graphgps_ext.train.checkpoint import atomic_write_bytes
     aliases = search['aliases']
     planned = len(search['seeds'])
     buf = io.StringIO()
@@ -277,8 +268,7 @@ def _write_summary(search_dir: str, search: Dict[str, Any], ranked: List[PointRe
         w.writerow([r.rank or '', r.point['name'], *vals,
                     *(r.val or ('', '')), *(r.test or ('', '')), r.seeds, planned,
                     '' if r.epoch is None else r.epoch, r.point['config']])
-    data = buf.getvalue().encode()
-    atomic_write_bytes(os.path.join(search_dir, 'summary.csv'), lambda f: f.write(data))
+    write_text(os.path.join(search_dir, 'summary.csv'), buf.getvalue())
 
 
 def format_summary(ranked: List[PointResult], search: Dict[str, Any]) -> str:

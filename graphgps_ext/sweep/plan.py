@@ -1,6 +1,6 @@
 """What a sweep runs: configs x seeds, resolved as ``main.py`` resolves them.
 
-Each config is loaded with the package's own :func:`~graphgps_ext.config.load.load_cfg`
+Each config is loaded with the package's own :func:`~graphgps_ext.run_config.load_cfg`
 and the sweep's overrides, so its results folder ``<out_dir>/<run_name>``,
 its log folder ``<out_dir>/<run_name>/logs`` and its identity
 (:func:`graphgps_ext.identity.identity`) are those of the runs it launches
@@ -28,8 +28,10 @@ _SEEDS = re.compile(r'\d+(-\d+)?(,\d+(-\d+)?)*')
 
 def parse_seeds(spec: str) -> List[int]:
     """``'0-3,8'`` -> ``[0, 1, 2, 3, 8]`` (ranges and lists; order kept,
-    duplicates dropped). Raises :class:`SweepError`."""
-    spec = str(spec).strip()
+    duplicates dropped; spaces ignored): the seed lists of ``main.py
+    --seeds``, the launcher and ``run/tables.tsv``. Raises
+    :class:`SweepError`."""
+    spec = ''.join(str(spec).split())
     if not _SEEDS.fullmatch(spec):
         raise SweepError(f"bad --seeds '{spec}': use ranges and lists such as 0-9 "
                          'or 0,2,5 or 0-3,8')
@@ -113,7 +115,7 @@ def resolve(config: str, overrides: Sequence[str]) -> Target:
     so that a login node without GPUs resolves GPU configs. Raises
     :class:`SweepError` naming the config on a config error."""
     from graphgps_ext.config import ConfigError
-    from graphgps_ext.config.load import load_cfg
+    from graphgps_ext.run_config import load_cfg
     try:
         cfg = load_cfg(config, list(overrides) + ['accelerator', 'cpu'])
     except ConfigError as err:

@@ -1,21 +1,21 @@
-"""Checkpoints (``ckpt/last.pt``, ``ckpt/best.pt``) and random-number states.
+"""Checkpoints (``ckpt/last.pt``, ``ckpt/best.pt``).
 
-Writing. Every file is written atomically: serialised in memory, written to
-a temporary file ``<name>.tmp<pid>`` in the same directory, flushed to disk,
-then moved over the target with :func:`os.replace`, so an interrupted write
-never leaves a truncated file behind. A process killed in the middle of a
-write leaves its temporary file; :func:`remove_temp_files` clears them when
-the seed folder is next used. ``save(..., keep_previous=True)`` (``last.pt``) first
-moves the previous version to ``last.prev.pt``, so one good older state
-survives whatever happens to the newest file. A failed write (disk full,
-read-only folder, no permission) raises :class:`ResultsWriteError`.
+Writing. Every file is written atomically
+(:func:`graphgps_ext.files.atomic_write_bytes`: a temporary file in the same
+directory, flushed to disk, then renamed over the target), so an
+interrupted write never leaves a truncated checkpoint behind.
+``save(..., keep_previous=True)`` (``last.pt``) first moves the previous
+version to ``last.prev.pt``, so one good older state survives whatever
+happens to the newest file. A failed write (disk full, read-only folder, no
+permission) raises :class:`~graphgps_ext.files.ResultsWriteError`.
 
 Reading. :func:`load` reads with ``torch.load(weights_only=True)``: tensors
-and plain Python values only, never code. Everything this module writes is
-of that kind (the NumPy RNG state is stored as a tensor). A file that asks
-for anything else (a crafted pickle, which could run code when unpickled)
-raises :class:`UnsafeCheckpointError` without being unpickled; a truncated
-or otherwise unreadable file raises :class:`CorruptCheckpointError`.
+and plain Python values only, never code. Everything a run writes is of
+that kind (the NumPy RNG state is stored as a tensor,
+:func:`graphgps_ext.train.rng.rng_state`). A file that asks for anything
+else (a crafted pickle, which could run code when unpickled) raises
+:class:`UnsafeCheckpointError` without being unpickled; a truncated or
+otherwise unreadable file raises :class:`CorruptCheckpointError`.
 :func:`load_latest` falls back from a corrupt ``last.pt`` to
 ``last.prev.pt``.
 
@@ -32,30 +32,15 @@ weights of the best validation epoch with ``epoch`` and the metric value.
 import io
 import os
 import pickle
-import random
 import re
 import warnings
 from contextlib import nullcontext
-from typing import Any, Callable, Dict, List, Optional, Tuple
+from typing import Any, Dict, Optional, Tuple
 
 import numpy as np
 import torch
-import torch.distributed as dist
 
-
-class ResultsWriteError(OSError):
-    """A result file could not be written (disk full, read-only folder,
-    missing permission): ``path`` and the operating system's reason."""
-
-    def __init__(self, path: str, err: OSError):
-        super().__init__(err.errno, err.strerror or str(err), path)
-        self.path = path
-
-    def __str__(self):
-        return f'could not write {self.path}: {self.strerror}'
-
-    def __reduce__(self):  # picklable (sent from rank 0 to the others)
-        return type(self), (self.path, OSError(self.errno, self.strerror))
+from graphgps_ext.files import atomic_write_bytes
 
 
 class CheckpointError(Exception):
@@ -76,73 +61,6 @@ class UnsafeCheckpointError(CheckpointError):
 
 class CorruptCheckpointError(CheckpointError):
     """The file is truncated, not a checkpoint, or cannot be read."""
-
-
-def is_main_process() -> bool:
-    """``True`` unless this is a non-zero rank of an initialised process
-    group (all file writing is guarded by it: logs, stats, checkpoints,
-    W&B and TensorBoard come from rank 0 only)."""
-    return not (dist.is_available() and dist.is_initialized()) or dist.get_rank() == 0
-
-
-def write_guard(path: str):
-    """A context manager that turns an :class:`OSError` into
-    :class:`ResultsWriteError` naming ``path``."""
-    return _WriteGuard(path)
-
-
-class _WriteGuard:
-    def __init__(self, path: str):
-        self.path = path
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, kind, err, tb):
-        if err is not None and isinstance(err, OSError) and not isinstance(
-                err, ResultsWriteError):
-            raise ResultsWriteError(self.path, err) from err
-        return False
-
-
-_TMP = re.compile(r'\.tmp\d+$')
-
-
-def atomic_write_bytes(path: str, write_fn: Callable,
-                       keep_previous: Optional[str] = None):
-    """Call ``write_fn(file)`` on a temporary file, fsync, then rename to
-    ``path``; with ``keep_previous``, the file it replaces is first moved
-    there (so that at every instant one of the two holds a whole file).
-    Raises :class:`ResultsWriteError` when the disk refuses."""
-    tmp = f'{path}.tmp{os.getpid()}'
-    with write_guard(path):
-        try:
-            os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
-            with open(tmp, 'wb') as f:
-                write_fn(f)
-                f.flush()
-                os.fsync(f.fileno())
-            if keep_previous and os.path.exists(path):
-                os.replace(path, keep_previous)
-            os.replace(tmp, path)
-        finally:
-            if os.path.exists(tmp):
-                os.remove(tmp)
-
-
-def remove_temp_files(folder: str) -> List[str]:
-    """Remove the temporary files (``*.tmp<pid>``) that writes killed
-    half-way left in ``folder`` and its sub-folders; returns their paths.
-    Call it only while no other process writes there (the seed lock)."""
-    removed = []
-    for root, _, files in os.walk(folder):
-        for name in files:
-            if _TMP.search(name):
-                path = os.path.join(root, name)
-                with write_guard(path):
-                    os.remove(path)
-                removed.append(path)
-    return sorted(removed)
 
 
 def save(obj: Any, path: str, keep_previous: bool = False):
@@ -252,61 +170,3 @@ def load_latest(path: str, map_location='cpu'
 def has_checkpoint(path: str) -> bool:
     """Whether ``path`` or its previous version exists."""
     return os.path.isfile(path) or os.path.isfile(previous_path(path))
-
-
-def _numpy_state() -> Dict[str, Any]:
-    kind, keys, pos, has_gauss, gauss = np.random.get_state()
-    return {'kind': kind, 'keys': torch.from_numpy(keys.astype(np.int64)),
-            'pos': int(pos), 'has_gauss': int(has_gauss), 'gauss': float(gauss)}
-
-
-def _set_numpy_state(state):
-    if isinstance(state, dict):
-        state = (state['kind'], state['keys'].numpy().astype(np.uint32),
-                 state['pos'], state['has_gauss'], state['gauss'])
-    np.random.set_state(state)
-
-
-def rng_state(generator: Optional[torch.Generator] = None) -> Dict[str, Any]:
-    """The Python, NumPy, torch (CPU and CUDA) and ``generator`` states, as
-    tensors and plain values."""
-    state = {
-        'python': random.getstate(),
-        'numpy': _numpy_state(),
-        'torch': torch.get_rng_state(),
-        'cuda': (torch.cuda.get_rng_state_all()
-                 if torch.cuda.is_available() else None),
-        'loader': generator.get_state() if generator is not None else None,
-    }
-    return state
-
-
-def set_rng_state(state: Dict[str, Any],
-                  generator: Optional[torch.Generator] = None):
-    """Restore what :func:`rng_state` captured."""
-    version, internal, gauss = state['python']
-    random.setstate((version, tuple(internal), gauss))
-    _set_numpy_state(state['numpy'])
-    torch.set_rng_state(state['torch'])
-    if state.get('cuda') is not None and torch.cuda.is_available():
-        # A checkpoint of a machine with more GPUs restores what fits here.
-        for index, cuda_state in enumerate(
-                state['cuda'][:torch.cuda.device_count()]):
-            torch.cuda.set_rng_state(cuda_state, index)
-    if generator is not None and state.get('loader') is not None:
-        generator.set_state(state['loader'])
-
-
-def seed_everything(seed: int):
-    """Seed Python, NumPy and torch (all devices)."""
-    random.seed(seed)
-    np.random.seed(seed)
-    torch.manual_seed(seed)
-
-
-def all_finite(module: torch.nn.Module) -> bool:
-    """Whether every parameter and buffer of ``module`` is finite."""
-    for t in list(module.parameters()) + list(module.buffers()):
-        if t.is_floating_point() and not torch.isfinite(t).all():
-            return False
-    return True

@@ -67,13 +67,14 @@ import torch
 from torch import Tensor, nn
 
 from graphgps_ext import dist
-from graphgps_ext.config import speed
 from graphgps_ext.logger import RunLogger, get_logger
 from graphgps_ext.metrics import compute_metrics, is_better
 from graphgps_ext.train import checkpoint as ckpt
+from graphgps_ext.train import speed
 from graphgps_ext.train.optim import (build_optimizer, build_scheduler,
                                       current_lr, load_optimizer_state,
                                       stepped_params)
+from graphgps_ext.train.rng import rng_state, seed_everything, set_rng_state
 
 
 class NonFiniteLossError(RuntimeError):
@@ -124,6 +125,14 @@ def batchnorm_eval(module: nn.Module):
     finally:
         for m in norms:
             m.train(True)
+
+
+def all_finite(module: nn.Module) -> bool:
+    """Whether every parameter and buffer of ``module`` is finite."""
+    for t in list(module.parameters()) + list(module.buffers()):
+        if t.is_floating_point() and not torch.isfinite(t).all():
+            return False
+    return True
 
 
 class _Pass:
@@ -218,7 +227,7 @@ class Trainer:
         self.last_epoch = -1
         head = getattr(self.module, 'head', None)
         self.metric_inputs = getattr(head, 'metric_inputs', None)
-        self.progress = sys.stderr.isatty() and ckpt.is_main_process()
+        self.progress = sys.stderr.isatty() and dist.is_main_process()
         # BatchNorm in training mode needs batches of two nodes or more.
         self.needs_two_nodes = any(isinstance(m, nn.modules.batchnorm._BatchNorm)
                                    for m in self.module.modules())
@@ -238,7 +247,7 @@ class Trainer:
     def state_dict(self) -> Dict[str, Any]:
         """The resumable state (a collective call in a process group: the
         RNG states of every process are gathered into ``rng_ranks``)."""
-        rng = ckpt.rng_state(self.generator)
+        rng = rng_state(self.generator)
         return {
             'epoch': self.last_epoch,
             'model': self.module.state_dict(),
@@ -280,11 +289,11 @@ class Trainer:
         saved = state.get('world_size', 1)
         ranks = state.get('rng_ranks')
         if ranks is not None and len(ranks) == self.world_size:
-            ckpt.set_rng_state(ranks[self.rank], self.generator)
+            set_rng_state(ranks[self.rank], self.generator)
         else:
-            ckpt.set_rng_state(state['rng'], self.generator)
+            set_rng_state(state['rng'], self.generator)
             if self.rank > 0:
-                ckpt.seed_everything(dist.rank_seed(
+                seed_everything(dist.rank_seed(
                     self.cfg.seed + state['epoch'] + 1, self.rank))
         if saved != self.world_size:
             self.log.info(f'the checkpoint was written by {saved} process(es), '
@@ -294,13 +303,13 @@ class Trainer:
                              if self.cfg.optim.lr_scaling == 'linear' else ''))
 
     def save_last(self):
-        if not ckpt.all_finite(self.model):
+        if not all_finite(self.model):
             raise NonFiniteLossError(
                 f'parameters became non-finite at epoch {self.last_epoch + 1}; '
                 f'{self.last_path} keeps the last good state. Lower '
                 'optim.base_lr or set optim.clip_grad_norm True.')
         state = self.state_dict()  # collective: on every process
-        if ckpt.is_main_process():
+        if dist.is_main_process():
             ckpt.save(state, self.last_path, keep_previous=True)
 
     #: Resumable keys that change the learning-rate schedule.
@@ -453,7 +462,7 @@ class Trainer:
         pred_all = dist.all_gather_cat(concat(done.preds))
         true_all = dist.all_gather_cat(concat(done.trues))
         record = None
-        if ckpt.is_main_process():
+        if dist.is_main_process():
             record = {'epoch': epoch, 'loss': total / max(count, 1)}
             record.update(compute_metrics(self.metrics, pred_all, true_all))
             record['lr'] = lr
@@ -509,7 +518,7 @@ class Trainer:
         self.best = {'epoch': epoch, 'metric': self.metric, 'mode': self.mode,
                      'split': self.select_split, 'value': value}
         self.best.update({s: r for s, r in records.items()})
-        if ckpt.is_main_process():
+        if dist.is_main_process():
             ckpt.save({'model': self.module.state_dict(), 'epoch': epoch,
                        'metric': self.metric, 'value': value}, self.best_path)
         self.logger.log_best(self.best)

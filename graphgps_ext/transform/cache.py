@@ -12,9 +12,9 @@ and the fingerprint hashes the dataset's node pointers and edges
 parameters on the same data load the file; any change gives a new key and a
 recompute (older files are left in place, so switching back is free). A file
 holds a dict ``{attribute: (values, ptr)}`` of tensors, loaded with
-``weights_only=True``. Writes go to a temporary file in the same folder that
-is flushed to disk and renamed, so an interrupted run never leaves a
-truncated entry (its temporary file is removed on failure). An entry that
+``weights_only=True``. Writes are atomic
+(:func:`graphgps_ext.files.atomic_write_bytes`), so an interrupted run never
+leaves a truncated entry. An entry that
 cannot be read or is not of that form (a damaged disk, a file written by
 something else) is removed with a warning and recomputed.
 """
@@ -23,15 +23,17 @@ import hashlib
 import json
 import logging
 import os
-from typing import Dict, Optional, Tuple
+from typing import Optional
 
 import torch
 from torch import Tensor
 
+from graphgps_ext.files import atomic_write_bytes
+from graphgps_ext.transform.dense import Entry
+
 # 2: Laplacian eigenvectors in the canonical basis of their eigenspaces.
 CACHE_VERSION = 2
 
-Entry = Dict[str, Tuple[Tensor, Tensor]]
 log = logging.getLogger(__name__)
 
 
@@ -73,17 +75,7 @@ class EncodingCache:
         path = self.path(kind, key)
         if path is None:
             return
-        os.makedirs(self.cache_dir, exist_ok=True)
-        tmp = f'{path}.tmp{os.getpid()}'
-        try:
-            with open(tmp, 'wb') as f:
-                torch.save(entry, f)
-                f.flush()
-                os.fsync(f.fileno())
-            os.replace(tmp, path)
-        finally:
-            with contextlib.suppress(FileNotFoundError):
-                os.remove(tmp)
+        atomic_write_bytes(path, lambda f: torch.save(entry, f))
 
 
 def check_entry(entry):

@@ -20,10 +20,16 @@ Adjacency conventions (shared by all encodings):
 """
 import hashlib
 from dataclasses import dataclass
-from typing import Iterator, List, Optional, Sequence, Tuple
+from typing import Dict, Iterator, List, Optional, Sequence, Tuple
 
 import torch
 from torch import Tensor
+from torch_geometric.utils import cumsum
+
+#: A precomputed encoding of every graph: ``{attribute: (values, ptr)}`` with
+#: ``ptr`` ``[G + 1]`` the per-graph offsets along the concatenation dimension
+#: (``-1`` for ``*_index`` attributes, ``0`` otherwise).
+Entry = Dict[str, Tuple[Tensor, Tensor]]
 
 
 @dataclass
@@ -70,7 +76,7 @@ class GraphStore:
         eis = [d.edge_index for d in data_list]
         counts = torch.tensor([e.size(1) for e in eis], dtype=torch.long)
         ei = torch.cat(eis, dim=1) if eis else torch.empty(2, 0, dtype=torch.long)
-        return cls(ei.long(), _ptr(sizes), _ptr(counts))
+        return cls(ei.long(), cumsum(sizes), cumsum(counts))
 
     def subset(self, graph_ids: Tensor) -> 'GraphStore':
         """The store restricted to ``graph_ids`` (in that order)."""
@@ -78,8 +84,8 @@ class GraphStore:
         counts = self.edge_counts[graph_ids]
         starts = self.edge_ptr[graph_ids]
         idx = _ranges(starts, counts)
-        return GraphStore(self.edge_index[:, idx], _ptr(self.sizes[graph_ids]),
-                          _ptr(counts))
+        return GraphStore(self.edge_index[:, idx], cumsum(self.sizes[graph_ids]),
+                          cumsum(counts))
 
     def groups(self, max_elems: int = 1 << 22
                ) -> Iterator[Tuple[int, Tensor, Tensor]]:
@@ -95,7 +101,7 @@ class GraphStore:
         rank = torch.empty_like(order)
         rank[order] = torch.arange(order.numel())
         edge_order = torch.argsort(rank[self.edge_graph()], stable=True)
-        eptr = _ptr(self.edge_counts[order])
+        eptr = cumsum(self.edge_counts[order])
         uniq, counts = torch.unique_consecutive(sizes[order], return_counts=True)
         a = 0
         for n, c in zip(uniq.tolist(), counts.tolist()):
@@ -144,18 +150,12 @@ class GraphStore:
         return h.hexdigest()
 
 
-def _ptr(counts: Tensor) -> Tensor:
-    out = torch.zeros(counts.numel() + 1, dtype=torch.long)
-    out[1:] = counts.cumsum(0)
-    return out
-
-
 def _ranges(starts: Tensor, counts: Tensor) -> Tensor:
     """Concatenation of ``arange(s, s + c)`` for every ``(s, c)``, vectorised."""
     total = int(counts.sum())
     if total == 0:
         return torch.empty(0, dtype=torch.long)
-    offs = _ptr(counts)[:-1]
+    offs = cumsum(counts)[:-1]
     rep = torch.repeat_interleave(torch.arange(counts.numel()), counts)
     return starts[rep] + torch.arange(total) - offs[rep]
 
@@ -184,7 +184,7 @@ def scatter_pairs(chunks: List[Tuple[Tensor, Tensor, Tensor, Sequence[Tensor]]],
     nval = len(chunks[0][3])
     values = [torch.cat([c[3][v] for c in chunks])[order] for v in range(nval)]
     counts = torch.bincount(gid, minlength=num_graphs)
-    return index, _ptr(counts), values
+    return index, cumsum(counts), values
 
 
 def derive_adj(adj: Tensor, structure: str) -> Tensor:

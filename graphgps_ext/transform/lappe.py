@@ -24,7 +24,7 @@ eigenvector ``r``), ``val`` ``[n, k]`` (eigenvalue ``r`` repeated on every
 row). When the graph has fewer than ``k`` (non-trivial) eigenpairs the missing
 columns are **NaN** (encoders mask them). The dataset precompute returns
 ``pe_lap_vec`` / ``pe_lap_val`` ``[N, k]`` float32
-(:mod:`graphgps_ext.transform.precompute`). Graphs of equal size are solved by
+(:mod:`graphgps_ext.transform.dense_pass`). Graphs of equal size are solved by
 one batched ``torch.linalg.eigh`` in float64.
 
 **A function of the graph alone.** An eigenvector is defined up to its sign,

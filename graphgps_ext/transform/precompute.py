@@ -1,105 +1,203 @@
-r"""One pass over the size groups of a dataset computing every dense encoding.
+r"""The precompute pipeline: structural encodings attached to a dataset once
+and cached.
 
-For each group of equal-size graphs the counting adjacency ``[G, n, n]`` is
-built once (one ``index_put`` over the group's own edges) and shared by all
-requested kinds:
+:func:`precompute_encodings` computes what the config asks for (see
+:func:`graphgps_ext.config.posenc.wanted_encodings`) and stores it as PyG
+attributes of every graph:
 
-- ``lappe`` / ``eslappe``: :func:`~.lappe.laplacian_eigen` (identical
-  eigen-parameters are solved once);
-- ``rwse``: :func:`~.rwse.rwse_dense` (in float32);
-- ``pair_rwse``: :func:`~.edge_rwse.pair_rwse_group`;
-- ``pair_spd``: :func:`~.spd.pair_spd_group`.
+==================  ==========================================  ==================
+kind                attributes (per graph)                      module
+==================  ==========================================  ==================
+``lappe``           ``pe_lap_vec [n, k]``, ``pe_lap_val [n, k]`` :mod:`.lappe`
+``eslappe``         ``pe_eslap_vec [n, k]``                     :mod:`.lappe`
+``rwse``            ``pe_rwse [n, K]``                          :mod:`.rwse`
+``pair_rwse``       ``pair_index [2, P]``, ``pair_rw [P, p]``   :mod:`.edge_rwse`
+``pair_spd``        ``pair_index [2, P]``, ``pair_spd [P]``     :mod:`.spd`
+``rings``           ``ring_index [2, R]``                       :mod:`.rings`
+==================  ==========================================  ==================
 
-Results are written straight into the dataset-ordered output tensors
-(node-level) or assembled into graph-ordered pair lists
-(:func:`~.dense.scatter_pairs`). An *entry* is ``{attribute: (values, ptr)}``
-with ``ptr`` ``[G + 1]`` the per-graph offsets along the concatenation
-dimension (``-1`` for ``*_index`` attributes, ``0`` otherwise).
+Keys containing ``index`` are incremented by PyG's collation, so a
+mini-batch carries global node ids. Pairwise RW/SPD are only stored when
+``pairenc.on_the_fly`` is off (by default they are computed per batch on the
+model's device). Everything runs on the collated storage of an
+:class:`~torch_geometric.data.InMemoryDataset` (``_data`` / ``slices``), graphs
+grouped by size and processed as dense batches, under a BLAS/torch thread
+limit (``posenc.blas_threads``), with a tqdm bar on a TTY and optional worker
+processes (``posenc.num_workers``).
 """
-from typing import Dict, Tuple
+import sys
+from contextlib import contextmanager
+from typing import Dict, Optional
 
 import torch
-from torch import Tensor
+from torch_geometric.data import InMemoryDataset
+from torch_geometric.utils import cumsum
 
-from graphgps_ext.transform.dense import GraphStore, derive_adj, scatter_pairs
-from graphgps_ext.transform.edge_rwse import pair_rwse_group
-from graphgps_ext.transform.lappe import laplacian_eigen
-from graphgps_ext.transform.rwse import rwse_dense
-from graphgps_ext.transform.spd import pair_spd_group
-
-DENSE_KINDS = ('lappe', 'eslappe', 'rwse', 'pair_rwse', 'pair_spd')
-
-Entry = Dict[str, Tuple[Tensor, Tensor]]
+from graphgps_ext.config.posenc import wanted_encodings
+from graphgps_ext.transform.cache import EncodingCache, cache_key
+from graphgps_ext.transform.dense import Entry, GraphStore
+from graphgps_ext.transform.dense_pass import DENSE_KINDS, compute_dense
+from graphgps_ext.transform.rings import compute_rings
 
 
-def compute_dense(store: GraphStore, kinds: Dict[str, dict],
-                  progress=None) -> Dict[str, Entry]:
-    r"""Compute the dense ``kinds`` (``{kind: params}``) for every graph.
+class EncodedList(InMemoryDataset):
+    """An in-memory dataset built from a list of ``Data`` (generic inputs)."""
 
-    Returns ``{kind: entry}``.
+    def __init__(self, data_list):
+        super().__init__(None)
+        self.data, self.slices = self.collate(list(data_list))
+
+
+def graph_store(dataset) -> GraphStore:
+    """The :class:`GraphStore` of an ``InMemoryDataset`` (whole storage)."""
+    data, slices = dataset._data, dataset.slices
+    if slices is None:  # one graph
+        n = int(data.num_nodes)
+        return GraphStore(data.edge_index.long(), torch.tensor([0, n]),
+                          torch.tensor([0, data.edge_index.size(1)]))
+    edge_ptr = slices['edge_index'].long()
+    for key in ('x', 'pos'):
+        if key in slices:
+            node_ptr = slices[key].long()
+            break
+    else:
+        num = getattr(data, '_num_nodes', None)
+        if num is None:
+            num = [dataset.get(i).num_nodes for i in range(edge_ptr.numel() - 1)]
+        node_ptr = cumsum(torch.as_tensor(list(num), dtype=torch.long))
+    return GraphStore(data.edge_index.long(), node_ptr, edge_ptr)
+
+
+def compute_entries(wanted: Dict[str, dict], store: GraphStore,
+                    num_workers: int = 0, progress=None) -> Dict[str, Entry]:
+    r"""Compute the encodings ``{kind: params}``: ``{kind: {attribute: (values, ptr)}}``.
+
+    All dense kinds share one pass over the size groups
+    (:func:`~graphgps_ext.transform.dense_pass.compute_dense`); rings are a
+    per-graph search (:func:`~graphgps_ext.transform.rings.compute_rings`).
     """
-    unknown = set(kinds) - set(DENSE_KINDS)
-    if unknown:
-        raise ValueError(f'unknown dense encoding kinds {sorted(unknown)}')
-    N = store.num_nodes
-    node: Dict[str, Tensor] = {}
-    for kind in ('lappe', 'eslappe'):
-        if kind in kinds:
-            k = kinds[kind]['k']
-            node[kind + '/vec'] = torch.full((N, k), float('nan'))
-            if kind == 'lappe':
-                node[kind + '/val'] = torch.full((N, k), float('nan'))
-    if 'rwse' in kinds:
-        node['rwse'] = torch.zeros(N, len(kinds['rwse']['times']))
-    chunks = {kind: [] for kind in ('pair_rwse', 'pair_spd') if kind in kinds}
-    steps = max([kinds[k]['steps'] for k in chunks] + [1])
-
-    for n, ids, eids in store.groups(max_elems=max(1, (1 << 22) // steps)):
-        A = store.dense_adj(ids, n, 'count', edge_ids=eids)
-        idx = store.node_index(ids, n)
-        eig_cache = {}
-        for kind in ('lappe', 'eslappe'):
-            if kind not in kinds:
-                continue
-            p = kinds[kind]
-            key = (p['k'], p['norm'], p['skip_trivial'])
-            if key not in eig_cache:
-                if 'und' not in eig_cache:
-                    eig_cache['und'] = derive_adj(A, 'undirected')
-                eig_cache[key] = laplacian_eigen(eig_cache['und'], *key)
-            vec, val = eig_cache[key]
-            node[kind + '/vec'][idx] = vec.reshape(-1, p['k']).float()
-            if kind == 'lappe':
-                node['lappe/val'][idx] = val.unsqueeze(1).expand(
-                    -1, n, -1).reshape(-1, p['k']).float()
-        if 'rwse' in kinds:
-            times = kinds['rwse']['times']
-            # float32 walks (as GraphGPS; 1.6x faster than float64, within
-            # 1e-7 of it): the encoding is stored in float32 anyway.
-            node['rwse'][idx] = rwse_dense(A.float(), times).reshape(-1, len(times))
-        if 'pair_rwse' in kinds:
-            b, i, j, v = pair_rwse_group(A, kinds['pair_rwse']['steps'])
-            chunks['pair_rwse'].append((ids[b], i, j, [v]))
-        if 'pair_spd' in kinds:
-            b, i, j, v = pair_spd_group(derive_adj(A, 'simple'),
-                                        kinds['pair_spd']['steps'])
-            chunks['pair_spd'].append((ids[b], i, j, [v]))
-        if progress is not None:
-            progress.update(ids.numel())
-
-    ptr = store.node_ptr
     out: Dict[str, Entry] = {}
-    if 'lappe' in kinds:
-        out['lappe'] = {'pe_lap_vec': (node['lappe/vec'], ptr),
-                        'pe_lap_val': (node['lappe/val'], ptr)}
-    if 'eslappe' in kinds:
-        out['eslappe'] = {'pe_eslap_vec': (node['eslappe/vec'], ptr)}
-    if 'rwse' in kinds:
-        out['rwse'] = {'pe_rwse': (node['rwse'], ptr)}
-    for kind, attr, empty in (('pair_rwse', 'pair_rw', (0, steps)),
-                              ('pair_spd', 'pair_spd', (0, ))):
-        if kind in kinds:
-            index, pptr, values = scatter_pairs(chunks[kind], store.num_graphs)
-            val = values[0] if values else torch.empty(empty)
-            out[kind] = {'pair_index': (index, pptr), attr: (val, pptr)}
+    dense = {k: p for k, p in wanted.items() if k in DENSE_KINDS}
+    if dense:
+        if num_workers > 0 and store.num_graphs > 1:
+            out.update(_parallel(dense, store, num_workers, progress))
+        else:
+            out.update(compute_dense(store, dense, progress))
+    if 'rings' in wanted:
+        index, ptr = compute_rings(store, wanted['rings']['max_size'],
+                                   num_workers, progress)
+        out['rings'] = {'ring_index': (index, ptr)}
+    unknown = set(wanted) - set(DENSE_KINDS) - {'rings'}
+    if unknown:
+        raise ValueError(f'unknown encoding kinds {sorted(unknown)}')
     return out
+
+
+def _worker(args):
+    kinds, store = args
+    torch.set_num_threads(1)
+    return compute_dense(store, kinds)
+
+
+def _parallel(kinds, store, num_workers, progress) -> Dict[str, Entry]:
+    import multiprocessing as mp
+    G = store.num_graphs
+    nchunks = min(G, 4 * num_workers)
+    bounds = torch.linspace(0, G, nchunks + 1).long().tolist()
+    jobs = [(kinds, store.subset(torch.arange(a, b)))
+            for a, b in zip(bounds[:-1], bounds[1:]) if b > a]
+    parts = []
+    with mp.get_context('fork').Pool(num_workers) as pool:
+        for job, res in zip(jobs, pool.imap(_worker, jobs)):
+            parts.append(res)
+            if progress is not None:
+                progress.update(job[1].num_graphs)
+    out: Dict[str, Entry] = {}
+    for kind in parts[0]:
+        out[kind] = {}
+        for attr in parts[0][kind]:
+            vals = [p[kind][attr][0] for p in parts]
+            counts = torch.cat([p[kind][attr][1][1:] - p[kind][attr][1][:-1]
+                                for p in parts])
+            dim = -1 if 'index' in attr else 0
+            out[kind][attr] = (torch.cat(vals, dim), cumsum(counts))
+    return out
+
+
+@contextmanager
+def thread_limit(n: int):
+    """Limit BLAS (threadpoolctl) and torch intra-op threads to ``n``."""
+    from threadpoolctl import threadpool_limits
+    before = torch.get_num_threads()
+    torch.set_num_threads(max(1, n))
+    try:
+        with threadpool_limits(limits=max(1, n)):
+            yield
+    finally:
+        torch.set_num_threads(before)
+
+
+def _attach(dataset: InMemoryDataset, entry: Entry):
+    data = dataset._data
+    for attr, (values, ptr) in entry.items():
+        data[attr] = values
+        if dataset.slices is not None:  # ``None``: a single-graph dataset
+            dataset.slices[attr] = ptr
+    dataset._data_list = None
+
+
+def precompute_encodings(dataset, cfg, cache_dir: Optional[str] = None):
+    r"""Attach the encodings that ``cfg`` asks for to every graph of ``dataset``.
+
+    Args:
+        dataset: an :class:`~torch_geometric.data.InMemoryDataset` (modified in
+            place, including views created with ``dataset[idx]`` that share
+            its storage) or any sequence of ``Data`` (collated into a new
+            in-memory dataset).
+        cfg: the config (``posenc_*``, ``pairenc``, ``posenc``,
+            ``dataset.node_encoder_name``, ``gt.layer_type``).
+        cache_dir: folder for the on-disk cache (normally under the dataset's
+            ``processed`` folder); ``None`` or ``posenc.cache: False``
+            disables caching.
+
+    Returns:
+        the dataset with the encodings attached.
+    """
+    wanted = wanted_encodings(cfg)
+    if not wanted:
+        return dataset
+    if not isinstance(dataset, InMemoryDataset):
+        dataset = EncodedList(dataset)
+    opts = cfg.posenc
+    cache = EncodingCache(cache_dir if opts.cache else None)
+    store = graph_store(dataset)
+    fingerprint = store.fingerprint()
+    show = bool(opts.progress) and sys.stderr.isatty()
+    entries, missing = {}, {}
+    for kind, params in wanted.items():
+        key = cache_key(kind, params, fingerprint)
+        entry = cache.load(kind, key)
+        if entry is None:
+            missing[kind] = (params, key)
+        else:
+            entries[kind] = entry
+    if missing:
+        with thread_limit(opts.blas_threads):
+            new = _run_with_bar({k: p for k, (p, _) in missing.items()}, store,
+                                opts.num_workers, show)
+        for kind, (_, key) in missing.items():
+            cache.save(kind, key, new[kind])
+        entries.update(new)
+    for kind in wanted:
+        _attach(dataset, entries[kind])
+    return dataset
+
+
+def _run_with_bar(wanted, store, num_workers, show) -> Dict[str, Entry]:
+    if not show:
+        return compute_entries(wanted, store, num_workers)
+    from tqdm import tqdm
+    passes = int(any(k in DENSE_KINDS for k in wanted)) + int('rings' in wanted)
+    with tqdm(total=passes * store.num_graphs, unit='graph', file=sys.stderr,
+              desc='encodings: ' + '+'.join(wanted)) as bar:
+        return compute_entries(wanted, store, num_workers, bar)

@@ -32,8 +32,9 @@ from typing import Dict, List, Set, Tuple
 import numpy as np
 import torch
 from torch import Tensor
+from torch_geometric.utils import cumsum
 
-from graphgps_ext.transform.dense import GraphStore, _ptr
+from graphgps_ext.transform.dense import GraphStore
 
 
 def _neighbours(num_nodes: int, edge_index: np.ndarray) -> List[Set[int]]:
@@ -163,4 +164,4 @@ def compute_rings(store: GraphStore, max_size: int, num_workers: int = 0,
     counts = torch.tensor([r.size(1) for r in results], dtype=torch.long)
     index = (torch.cat(results, 1) if results
              else torch.empty(2, 0, dtype=torch.long))
-    return index, _ptr(counts)
+    return index, cumsum(counts)

@@ -14,17 +14,16 @@ for every ``k`` — never NaN. Padding nodes of a dense batch are isolated and
 therefore also 0.
 
 Shapes: ``adj`` ``[G, n, n]`` -> ``[G, n, |K|]``; the dataset precompute
-(:mod:`graphgps_ext.transform.precompute`) stores ``pe_rwse`` ``[N, |K|]``
+(:mod:`graphgps_ext.transform.dense_pass`) stores ``pe_rwse`` ``[N, |K|]``
 (float32, node order of the dataset). Graphs of equal size are stacked and
 the powers are batched ``bmm`` in the adjacency's dtype (the precompute
 uses float32, as GraphGPS does: within :math:`10^{-7}` of float64 on ZINC
 and 1.6 times faster).
 """
-from typing import Iterator, List, Sequence, Tuple
+from typing import Iterator, Sequence, Tuple
 
 import torch
 from torch import Tensor
-
 
 
 def transition_matrix(adj: Tensor) -> Tensor:
@@ -63,18 +62,3 @@ def rwse_dense(adj: Tensor, times: Sequence[int]) -> Tensor:
         else:  # sum_j (P^h)_ij (P^(k-h))_ji
             out[..., c] = (powers[h - 1] * powers[k - h - 1].transpose(1, 2)).sum(-1)
     return out
-
-
-def parse_times(times: List[int], times_func: str = '') -> List[int]:
-    r"""The RWSE step list from ``kernel.times`` or a GraphGPS-style
-    ``kernel.times_func`` string ``'range(a, b[, step])'``."""
-    if times_func:
-        import re
-        m = re.fullmatch(r'\s*range\(\s*(\d+)\s*(?:,\s*(\d+)\s*)?(?:,\s*(\d+)\s*)?\)\s*',
-                         times_func)
-        if m is None:
-            raise ValueError(f"kernel.times_func '{times_func}' must look like "
-                             "'range(1, 21)'")
-        args = [int(a) for a in m.groups() if a is not None]
-        return list(range(*args))
-    return [int(t) for t in times]

@@ -194,6 +194,10 @@ def main(argv: Optional[List[str]] = None) -> int:
     except (FileNotFoundError, ValueError, KeyError) as err:
         print(f'error: {err}', file=sys.stderr)
         return 2
+    except ImportError as err:  # matplotlib, networkx
+        print(f'error: {err.name or err} is not installed: '
+              'pip install -e ".[viz]"', file=sys.stderr)
+        return 2
     for path in paths:
         print(path)
     return 0

@@ -18,6 +18,8 @@ from typing import Dict, List, Optional, Sequence
 import torch
 from torch import Tensor
 
+from graphgps_ext.files import atomic_write_bytes, write_text
+
 #: ZINC-12k atom vocabulary (benchmarking-gnns ``atom_dict.pickle``,
 #: ``idx2word``): ``symbol[ H<n>][ +|-]``.
 ZINC_ATOMS = ['C', 'O', 'N', 'F', 'C H1', 'S', 'Cl', 'O -', 'N H1 +', 'Br',
@@ -120,11 +122,8 @@ def _colours(scores: Tensor, cmap: str):
 
 
 def _write(stem: str, png: bytes, svg: str) -> List[str]:
-    os.makedirs(os.path.dirname(os.path.abspath(stem)), exist_ok=True)
-    with open(stem + '.png', 'wb') as f:
-        f.write(png)
-    with open(stem + '.svg', 'w') as f:
-        f.write(svg)
+    atomic_write_bytes(stem + '.png', lambda f: f.write(png))
+    write_text(stem + '.svg', svg)
     return [stem + '.png', stem + '.svg']
 
 

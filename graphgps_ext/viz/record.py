@@ -199,7 +199,7 @@ def load_run(run_dir: str, ckpt: str = 'best', device: str = 'cpu',
     (:func:`graphgps_ext.train.checkpoint.load`): a file that would run
     code raises :class:`~graphgps_ext.train.checkpoint.UnsafeCheckpointError`
     unread."""
-    from graphgps_ext.config.load import finalize_cfg, load_cfg
+    from graphgps_ext.run_config import finalize_cfg, load_cfg
     from graphgps_ext.run import build_model, load_dataset
     from graphgps_ext.train import checkpoint
 

@@ -214,7 +214,7 @@ def test_layers_and_scaling_smoke(tmp_path):
 def test_bf16_autocast_stays_close_to_float32():
     from graphgps_ext.bench.models import (PAPER_ZINC_ROWS, build_model,
                                            make_dataset, row_cfg)
-    from graphgps_ext.config.speed import autocast
+    from graphgps_ext.train.speed import autocast
     from torch_geometric.loader import DataLoader
     cfg = row_cfg(PAPER_ZINC_ROWS['gps-gine'],
                   ['gt.layers', 2, 'train.amp', 'bf16'])
@@ -233,7 +233,7 @@ def test_bf16_autocast_stays_close_to_float32():
 def test_speed_switches_are_config_keys():
     from graphgps_ext.bench.models import make_cfg
     from graphgps_ext.config import ConfigError
-    from graphgps_ext.config.speed import autocast, compile_model
+    from graphgps_ext.train.speed import autocast, compile_model
     cfg = make_cfg()
     assert cfg.train.compile is False and cfg.train.amp == 'none'
     model = torch.nn.Linear(2, 2)

@@ -18,8 +18,8 @@ import pytest
 import torch
 
 from graphgps_ext.config import ConfigError
-from graphgps_ext.config.load import default_cfg, finalize_cfg, load_cfg
-from graphgps_ext.loader.task import TaskInfo
+from graphgps_ext.run_config import default_cfg, finalize_cfg, load_cfg
+from graphgps_ext.task import TaskInfo
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 QUICKSTART = os.path.join(ROOT, 'configs', 'quickstart.yaml')
@@ -415,3 +415,23 @@ def test_main_exits_2_without_traceback_or_results(tmp_path, name, opts, fragmen
     if len(opts) > 2:
         assert "'optim.max_epoch'" in proc.stderr  # every problem at once
     assert not out.exists() and not (tmp_path / 'PWNED').exists()
+
+
+def test_wandb_without_its_package_exits_2_naming_the_extra(tmp_path, monkeypatch,
+                                                            capsys):
+    import importlib.util
+    import re
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, 'find_spec', lambda name, *args: (
+        None if name == 'wandb' else real(name, *args)))
+    with pytest.raises(ConfigError, match=re.escape('pip install -e ".[wandb]"')):
+        load_cfg(QUICKSTART, ['wandb.use', 'True'])
+    load_cfg(QUICKSTART, ['wandb.use', 'False'])
+    spec = importlib.util.spec_from_file_location('main', os.path.join(ROOT, 'main.py'))
+    main = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(main)
+    out = tmp_path / 'results'
+    assert main.main(['--cfg', QUICKSTART, 'out_dir', str(out), 'wandb.use', 'True']) == 2
+    err = capsys.readouterr().err
+    assert err.startswith('config error: wandb.use is True but the wandb package')
+    assert not out.exists()

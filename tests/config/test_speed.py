@@ -1,12 +1,10 @@
-"""Config group ``speed``: registered keys, defaults, choices, helpers."""
+"""Config group ``speed``: registered keys, defaults, choices."""
 import pytest
-import torch
 from yacs.config import CfgNode as CN
 
 from graphgps_ext.config import ConfigError
-from graphgps_ext.config.load import load_cfg
-from graphgps_ext.config.speed import (DEFAULTS, autocast, compile_model,
-                                       speed_cfg)
+from graphgps_ext.config.speed import DEFAULTS, speed_cfg
+from graphgps_ext.run_config import load_cfg
 
 
 def test_keys_are_registered_with_their_defaults(tmp_path):
@@ -35,18 +33,3 @@ def test_group_sets_its_defaults():
     cfg = CN({'train': CN(), 'optim': CN()})
     speed_cfg(cfg)
     assert {k: cfg[k.split('.')[0]][k.split('.')[1]] for k in DEFAULTS} == DEFAULTS
-
-
-def test_helpers_follow_the_switches():
-    cfg = load_cfg(None)
-    model = torch.nn.Linear(2, 2)
-    assert compile_model(model, cfg) is model  # plain path kept
-    with autocast(cfg, 'cpu'):
-        assert not torch.is_autocast_enabled('cpu')
-    cfg.train.amp = 'bf16'
-    with autocast(cfg, 'cpu'):
-        assert torch.is_autocast_enabled('cpu')
-        assert model(torch.ones(1, 2)).dtype == torch.bfloat16
-    cfg.train.compile = True  # wrapping is lazy: nothing compiles until called
-    compiled = compile_model(model, cfg)
-    assert compiled is not model and compiled._orig_mod is model

@@ -13,7 +13,7 @@ from graphgps_ext.encoder.linear import LinearEdge, LinearNode, OneHotNode
 from graphgps_ext.encoder.multi_type import MultiTypeNode
 from graphgps_ext.encoder.ogb import Atom, Bond
 from graphgps_ext.encoder.type_dict import TypeDictEdge, TypeDictNode
-from graphgps_ext.loader.task import TaskInfo
+from graphgps_ext.task import TaskInfo
 from graphgps_ext.transform import precompute_encodings
 
 

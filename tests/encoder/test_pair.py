@@ -5,7 +5,7 @@ from torch_geometric.loader import DataLoader
 
 from graphgps_ext.encoder.pair import PairEncoder
 from graphgps_ext.layer.context import GraphContext
-from graphgps_ext.loader.task import TaskInfo
+from graphgps_ext.task import TaskInfo
 from graphgps_ext.transform import precompute_encodings
 
 

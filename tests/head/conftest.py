@@ -6,7 +6,7 @@ from yacs.config import CfgNode as CN
 
 from graphgps_ext.config.head import head_cfg
 from graphgps_ext.layer.context import GraphContext
-from graphgps_ext.loader.task import TaskInfo
+from graphgps_ext.task import TaskInfo
 
 
 @pytest.fixture

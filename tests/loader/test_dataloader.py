@@ -3,7 +3,7 @@ import torch
 from torch_geometric.data import Data
 
 from graphgps_ext.loader import DatasetBundle, make_loaders
-from graphgps_ext.loader.task import TaskInfo
+from graphgps_ext.task import TaskInfo
 
 from .conftest import make_cfg
 

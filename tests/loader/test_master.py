@@ -134,7 +134,7 @@ def test_overrides(nci1_root):
 
 
 def test_precompute_hook_receives_every_part(nci1_root, monkeypatch):
-    import graphgps_ext.transform as transform
+    import graphgps_ext.transform.precompute as transform
     calls = []
 
     def fake(dataset, cfg, cache_dir):

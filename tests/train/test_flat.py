@@ -7,10 +7,11 @@ import pytest
 import torch
 from torch import nn
 
-from graphgps_ext.config import speed
+from graphgps_ext.config.speed import speed_cfg
 from graphgps_ext.train.flat import flatten_parameters
 from graphgps_ext.train.optim import (build_optimizer, load_optimizer_state,
                                       stepped_params)
+from graphgps_ext.train.speed import clip_grad_norm_
 
 
 def _net():
@@ -26,14 +27,14 @@ def _steps(net, opt, cfg, n, start=0, clip=0.5):
     for step in range(start, start + n):
         opt.zero_grad(set_to_none=True)
         (net(x) * (1 + step)).pow(2).mean().backward()
-        speed.clip_grad_norm_(stepped_params(opt), clip, cfg)
+        clip_grad_norm_(stepped_params(opt), clip, cfg)
         opt.step()
     return torch.cat([p.detach().view(-1) for p in net.parameters()])
 
 
 @pytest.fixture
 def cfg(tiny_cfg):
-    speed.speed_cfg(tiny_cfg)
+    speed_cfg(tiny_cfg)
     tiny_cfg.optim.weight_decay = 0.01
     tiny_cfg.optim.momentum = 0.9
     return tiny_cfg
@@ -81,7 +82,7 @@ def test_zero_grad_keeps_views_and_clipping_is_global(cfg):
     views = [p.grad for p in net.parameters()]
     net(torch.randn(4, 5)).pow(2).sum().backward()
     total = torch.linalg.vector_norm(torch.cat([g.view(-1) for g in views]))
-    assert float(speed.clip_grad_norm_(stepped_params(opt), 1e-3, cfg)) == \
+    assert float(clip_grad_norm_(stepped_params(opt), 1e-3, cfg)) == \
         pytest.approx(float(total), rel=1e-6)
     assert float(torch.linalg.vector_norm(buffer.grad)) == pytest.approx(1e-3, rel=1e-4)
     opt.zero_grad(set_to_none=True)

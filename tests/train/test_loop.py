@@ -7,20 +7,12 @@ import os
 import pytest
 import torch
 
-from graphgps_ext.logger import STATS_FILE, read_jsonl
+from graphgps_ext.logger import STATS_FILE
 from graphgps_ext.train import checkpoint as ckpt
-from graphgps_ext.train.loop import NonFiniteLossError, concat
+from graphgps_ext.train.loop import NonFiniteLossError, all_finite, concat
 from graphgps_ext.train.loss import LOSSES, cross_entropy
 
-
-def stats(run_dir, split):
-    """The stats lines of ``split`` without the wall-clock field."""
-    return [{k: v for k, v in r.items() if k != 'time_epoch'}
-            for r in read_jsonl(os.path.join(run_dir, split, STATS_FILE))]
-
-
-def all_stats(run_dir):
-    return {s: stats(run_dir, s) for s in ('train', 'val', 'test')}
+from run_checks import Interrupt, all_stats, stats
 
 
 def test_run_writes_results_and_learns(tiny_run, tiny_cfg):
@@ -57,19 +49,6 @@ def test_same_seed_same_stats_other_seed_differs(tiny_run, tiny_cfg, tmp_path):
     tiny_cfg.optim.max_epoch = 1
     tiny_run.run_seed(tiny_cfg)
     assert stats(os.path.join(tiny_cfg.out_dir, 'tiny', '1'), 'train')[0] != first['train'][0]
-
-
-class Interrupt:
-    """A loss that raises KeyboardInterrupt on its ``at``-th call (mid-epoch)."""
-
-    def __init__(self, at):
-        self.calls, self.at = 0, at
-
-    def __call__(self, pred, true):
-        self.calls += 1
-        if self.calls == self.at:
-            raise KeyboardInterrupt
-        return cross_entropy(pred, true)
 
 
 @pytest.mark.parametrize('scheduler', ['cosine_with_warmup', 'reduce_on_plateau'])
@@ -365,3 +344,11 @@ def test_compiled_run_matches_eager_and_resumes_eagerly(tiny_run, tiny_cfg,
     tiny_run.run_seed(tiny_cfg, callbacks=[lambda t, e, r: nets.append(t.train_net)])
     assert [r['epoch'] for r in stats(run_dir, 'train')] == [0, 1]
     assert len(nets) == 1 and isinstance(nets[0], TinyNet)
+
+
+def test_all_finite():
+    lin = torch.nn.Linear(2, 2)
+    assert all_finite(lin)
+    with torch.no_grad():
+        lin.bias[0] = float('inf')
+    assert not all_finite(lin)

@@ -6,10 +6,11 @@ import math
 import pytest
 import torch
 
-from graphgps_ext.config import speed
+from graphgps_ext.config.speed import speed_cfg
 from graphgps_ext.train.optim import (build_optimizer, build_scheduler,
                                       cosine_with_warmup, current_lr,
                                       load_optimizer_state, transformer_warmup)
+from graphgps_ext.train.speed import clip_grad_norm_
 
 
 def lrs(cfg, epochs):
@@ -108,7 +109,7 @@ def _steps(net, opt, cfg, n, start=0):
     for step in range(start, start + n):
         opt.zero_grad(set_to_none=True)
         (net(x) * (1 + step)).pow(2).mean().backward()
-        speed.clip_grad_norm_(net.parameters(), 0.5, cfg)
+        clip_grad_norm_(net.parameters(), 0.5, cfg)
         opt.step()
     return torch.cat([p.detach().view(-1) for p in net.parameters()])
 
@@ -116,7 +117,7 @@ def _steps(net, opt, cfg, n, start=0):
 @pytest.mark.parametrize('name', ['adam', 'adamW'])
 def test_fused_matches_the_plain_update(tiny_cfg, name):
     """Several clipped steps (so that the moment estimates count too)."""
-    speed.speed_cfg(tiny_cfg)
+    speed_cfg(tiny_cfg)
     tiny_cfg.optim.optimizer = name
     tiny_cfg.optim.weight_decay = 0.01
     net = _net()
@@ -132,7 +133,7 @@ def test_fused_matches_the_plain_update(tiny_cfg, name):
 
 
 def test_fused_keeps_lr_scale_and_param_groups(tiny_cfg):
-    speed.speed_cfg(tiny_cfg)
+    speed_cfg(tiny_cfg)
     net = _net()
     opt = build_optimizer(tiny_cfg, [{'params': net[0].parameters()},
                                      {'params': net[2].parameters(), 'lr': 0.5}],
@@ -142,7 +143,7 @@ def test_fused_keeps_lr_scale_and_param_groups(tiny_cfg):
 
 
 def test_fused_only_where_it_applies(tiny_cfg):
-    speed.speed_cfg(tiny_cfg)
+    speed_cfg(tiny_cfg)
     ints = torch.nn.Parameter(torch.zeros(2, dtype=torch.long), requires_grad=False)
     opt = build_optimizer(tiny_cfg, [torch.nn.Parameter(torch.zeros(1)), ints])
     assert not opt.defaults['fused']  # a non-floating parameter: plain loop
@@ -153,7 +154,7 @@ def test_fused_only_where_it_applies(tiny_cfg):
 def test_resume_across_fused_and_plain(tiny_cfg):
     """A plain optimiser's state continues in a fused one (and back) with
     the uninterrupted plain run's update."""
-    speed.speed_cfg(tiny_cfg)
+    speed_cfg(tiny_cfg)
     tiny_cfg.optim.fused = False
     net = _net()
     ref_net = copy.deepcopy(net)

@@ -6,7 +6,7 @@ import os
 import pytest
 import torch
 
-import graphgps_ext.transform as T
+import graphgps_ext.transform.precompute as T
 from graphgps_ext.transform import precompute_encodings
 from graphgps_ext.transform.cache import EncodingCache, check_entry
 

@@ -5,7 +5,7 @@ import torch
 from torch_geometric.data import Data
 from torch_geometric.loader import DataLoader
 
-import graphgps_ext.transform as T
+import graphgps_ext.transform.precompute as T
 from graphgps_ext.transform import EncodedList, graph_store, precompute_encodings
 from graphgps_ext.transform.dense import GraphStore
 from graphgps_ext.transform.edge_rwse import edge_rwse_dense

@@ -5,7 +5,7 @@ import torch
 from torch_geometric.data import Batch, Data
 from torch_geometric.utils import scatter
 
-from graphgps_ext.loader.task import TaskInfo
+from graphgps_ext.task import TaskInfo
 from graphgps_ext.viz import graph_maps, node_scores, record_attention
 from graphgps_ext.viz.record import sparse_to_dense
 
@@ -38,7 +38,7 @@ def zinc_task():
 
 
 def build(layer_type, *opts):
-    from graphgps_ext.config.load import load_cfg
+    from graphgps_ext.run_config import load_cfg
     from graphgps_ext.network.model import GPSModel
     cfg = load_cfg(None, ['gt.layer_type', layer_type, 'gt.layers', str(LAYERS),
                           'gt.dim_hidden', str(D), 'gt.n_heads', str(H),

@@ -38,6 +38,8 @@ from typing import Dict, List, Optional
 import numpy as np
 import torch
 
+from graphgps_ext.files import atomic_write_bytes, write_text
+
 PATTERN = dict(communities=5, p=0.5, q=0.35, num_features=3,
                pattern_instances=100, pattern_p=0.5, cross_p=0.5,
                splits={'train': 10_000, 'val': 2_000, 'test': 2_000})
@@ -156,12 +158,10 @@ def write_raw(root: str, name: str, seed: int = 11,
         return path
     os.makedirs(osp.dirname(path), exist_ok=True)
     splits = generate(name, seed, max_graphs)
-    tmp = path + '.tmp'
-    torch.save(splits, tmp)
-    os.replace(tmp, path)
-    with open(osp.join(root, 'STAND_IN.txt'), 'w') as f:
-        f.write(f'{name}: generated stand-in (graphgps_ext.loader.generators.'
-                f'sbm, SYNTHETIC.md), NOT the published benchmark files.\n'
-                f'seed={seed} max_graphs={max_graphs} sizes='
-                f'{[len(s) for s in splits]}\n')
+    atomic_write_bytes(path, lambda f: torch.save(splits, f))
+    write_text(osp.join(root, 'STAND_IN.txt'),
+               f'{name}: generated stand-in (graphgps_ext.loader.generators.'
+               f'sbm, SYNTHETIC.md), NOT the published benchmark files.\n'
+               f'seed={seed} max_graphs={max_graphs} sizes='
+               f'{[len(s) for s in splits]}\n')
     return path

@@ -44,8 +44,9 @@ def test_pattern(pattern):
         _check_simple_undirected(g)
         assert g['x'].shape[1] == 3 and (g['x'].sum(1) == 1).all()
     nodes, edges = _means(pattern)
-    # expectation under the spec: 117.0 nodes (sd of this mean ~1.5),
-    # 2,935 undirected edges (published 118.9 / 3,039.3)
+    # expectation under the generator's parameters (sbm.PATTERN): 117.0
+    # nodes (sd of this mean ~1.5), 2,935 undirected edges (published 118.9 /
+    # 3,039.3)
     assert nodes == pytest.approx(117.0, abs=5)
     assert edges == pytest.approx(2935, rel=0.08)
     y = torch.cat([g['y'] for g in pattern]).float()

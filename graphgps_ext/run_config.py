@@ -1,4 +1,5 @@
-"""Building the full config of a run.
+"""The resolved config of a run: loaded, checked against the registries,
+completed from the dataset.
 
 :func:`load_cfg` registers every module (:func:`graphgps_ext.register.register_all`),
 resets GraphGym's global ``cfg`` to its defaults plus this project's groups
@@ -18,12 +19,24 @@ import os
 from typing import List, Optional, Sequence, Tuple
 
 import torch
+import torch_geometric.graphgym.register as gg
+from torch_geometric.graphgym.config import cfg as graphgym_cfg
+from torch_geometric.graphgym.config import set_cfg
 from yacs.config import CfgNode
 
 from graphgps_ext.compat import merge_config_file
 from graphgps_ext.config import (COMMAND_LINE, ConfigError, closest,
                                  config_warnings, did_you_mean,
                                  merge_list, validate)
+from graphgps_ext.config.posenc import PE_NAMES, node_encoder_parts
+from graphgps_ext.head import GRAPHGYM_HEADS
+from graphgps_ext.loader.sources import check_dataset, spec_of
+from graphgps_ext.logger import get_logger
+from graphgps_ext.metrics import direction
+from graphgps_ext.network.model import parse_layer_type
+from graphgps_ext.register import register_all
+from graphgps_ext.task import TaskInfo
+from graphgps_ext.train.loss import LOSSES
 
 
 def config_name(path: str) -> str:
@@ -71,14 +84,10 @@ def default_cfg() -> CfgNode:
     private copy; the reference for which keys a config sets)."""
     global _DEFAULTS
     if _DEFAULTS is None:
-        from torch_geometric.graphgym.config import set_cfg
-
-        from graphgps_ext.register import register_all
         register_all()
         _DEFAULTS = CfgNode()
         set_cfg(_DEFAULTS)
     return _DEFAULTS
-
 
 
 def load_cfg(cfg_file: Optional[str] = None,
@@ -88,11 +97,8 @@ def load_cfg(cfg_file: Optional[str] = None,
     the config groups (:mod:`graphgps_ext.config`) and the names of
     registered modules and datasets. Raises :class:`ConfigError` listing the
     problems, before any data is read."""
-    from torch_geometric.graphgym.config import cfg, set_cfg
-
-    from graphgps_ext.register import register_all
-
     register_all()
+    cfg = graphgym_cfg
     set_cfg(cfg)
     sources = {}
     if cfg_file is not None:
@@ -124,7 +130,6 @@ def _unknown(what: str, key: str, name: str, valid: Sequence[str]) -> ConfigErro
 
 def _unknown_head(name: str, valid: Sequence[str]) -> ConfigError:
     """GraphGym's built-in head names point to this package's equivalent."""
-    from graphgps_ext.head import GRAPHGYM_HEADS
     hint = closest(name, list(valid) + list(GRAPHGYM_HEADS), 1)
     hint = [GRAPHGYM_HEADS.get(h, h) for h in hint if GRAPHGYM_HEADS.get(h, h)]
     if name in GRAPHGYM_HEADS:
@@ -141,10 +146,6 @@ def _check_modules(cfg: CfgNode):
     """Fail at start (not after loading data) on names that the registries
     or the dataset readers do not know, and on branches that cannot be built
     from this config."""
-    import torch_geometric.graphgym.register as gg
-
-    from graphgps_ext.train.loss import LOSSES
-
     networks = sorted(k for k, v in gg.network_dict.items()
                       if not getattr(v, '__module__', '').startswith('torch_geometric'))
     if cfg.model.type not in networks:
@@ -164,9 +165,6 @@ def _check_modules(cfg: CfgNode):
 def _check_encoders(cfg: CfgNode):
     """The names of ``dataset.node_encoder_name`` / ``edge_encoder_name``
     (used with ``dataset.node_encoder`` / ``edge_encoder``)."""
-    import torch_geometric.graphgym.register as gg
-
-    from graphgps_ext.config.posenc import PE_NAMES, node_encoder_parts
     if cfg.dataset.node_encoder:
         try:
             node_encoder_parts(cfg)
@@ -189,7 +187,6 @@ def _check_encoders(cfg: CfgNode):
 def _check_dataset(cfg: CfgNode):
     """``dataset.format`` / ``dataset.name``, and the loss and metrics where
     the task table knows the dataset's task before it is read."""
-    from graphgps_ext.loader.sources import check_dataset, spec_of
     try:
         check_dataset(cfg)
     except ValueError as err:
@@ -206,9 +203,6 @@ def _check_branches(cfg: CfgNode):
     """The branches of ``gt.layer_type``: names this project can build, and
     each built once (a few milliseconds, on a forked RNG) so that its own
     argument checks fail at start."""
-    import torch_geometric.graphgym.register as gg
-
-    from graphgps_ext.network.model import parse_layer_type
     branches = _buildable(gg.layer_dict)
     parts = str(cfg.gt.layer_type).split('+')
     if len(parts) == 3:
@@ -270,15 +264,12 @@ def _check_task_fit(cfg: CfgNode, name: str, task_type: str,
                                  if key == 'metric_best' else ''))
 
 
-def finalize_cfg(cfg: CfgNode, task) -> Tuple[str, str]:
+def finalize_cfg(cfg: CfgNode, task: TaskInfo) -> Tuple[str, str]:
     """Resolve the dataset-dependent ``auto`` values from ``task``
-    (:class:`~graphgps_ext.loader.task.TaskInfo`) and log the config's
+    (:class:`~graphgps_ext.task.TaskInfo`) and log the config's
     warnings (:func:`~graphgps_ext.config.config_warnings`: keys a file sets
     that have no effect, a run shorter than its warm-up, ...); returns
     ``(metric_best, direction)``."""
-    from graphgps_ext.logger import get_logger
-    from graphgps_ext.metrics import direction
-
     warnings = config_warnings(cfg, default_cfg())
     _check_task_fit(cfg, task.name, task.task_type, task.num_outputs)
     if cfg.metric_best == 'auto':
@@ -295,10 +286,3 @@ def finalize_cfg(cfg: CfgNode, task) -> Tuple[str, str]:
     for msg in warnings:
         get_logger().warning(msg)
     return metric, mode
-
-
-def dump_cfg(cfg: CfgNode, path: str):
-    """Write the resolved config as YAML (atomically)."""
-    from graphgps_ext.train.checkpoint import atomic_write_bytes
-    data = cfg.dump().encode()
-    atomic_write_bytes(path, lambda f: f.write(data))

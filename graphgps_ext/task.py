@@ -1,7 +1,13 @@
-"""Task metadata per dataset (:class:`~graphgps_ext.loader.task.TaskInfo`):
-a table of what is fixed by the benchmark (loss, metric, encoders, head),
-completed by what is read from the data (widths, vocabularies, classes),
-then overridden by config keys.
+"""What a model and the training loop know about a dataset's task.
+
+:class:`TaskInfo` is built per dataset from :data:`SPECS`, a table of what is
+fixed by the benchmark (loss, metric, encoders, head), completed by what is
+read from the data (widths, vocabularies, classes) (:func:`build_task`),
+then overridden by config keys (:func:`apply_overrides`). Every dataset is
+split into :data:`SPLITS` (trained on ``train``, selected on ``val``,
+reported on ``test``); a results folder has one sub-folder per split. A
+metric's direction (``min`` or ``max``) is
+:func:`graphgps_ext.metrics.direction`.
 
 Override convention (``'auto'`` = derived from the dataset):
 
@@ -29,18 +35,65 @@ Encoders are chosen by :mod:`graphgps_ext.encoder` from
 ``default`` stands for the TaskInfo value, e.g. ``default+RWSE``).
 """
 import copy
-from typing import Any, Dict, Optional
+from dataclasses import asdict, dataclass, field
+from typing import TYPE_CHECKING, Any, Dict, List, Optional
 
-from torch_geometric.data import Data
+from graphgps_ext.metrics import direction
 
-from graphgps_ext.loader.task import TaskInfo
+if TYPE_CHECKING:
+    from torch_geometric.data import Data
 
-MIN_METRICS = {'mae', 'mse'}
+#: The splits of every dataset, in order.
+SPLITS = ('train', 'val', 'test')
 
 
-def direction(metric: str) -> str:
-    """``min`` for error metrics, ``max`` otherwise."""
-    return 'min' if metric in MIN_METRICS else 'max'
+@dataclass
+class TaskInfo:
+    r"""What a model and the training loop need to know about a dataset.
+
+    Attributes:
+        name: dataset name as in the config.
+        task: prediction level: ``graph``, ``node``, ``edge`` (edge-level
+            classification) or ``link`` (inductive link ranking, PCQM-Contact).
+        task_type: ``regression``, ``classification``,
+            ``classification_multilabel``, ``ranking`` or ``sequence``.
+        num_outputs: width of the model output (classes, targets, labels).
+        loss: loss name registered in :mod:`graphgps_ext.train.loss`.
+        metric: the model-selection metric (``metric_best``).
+        metric_direction: ``min`` or ``max`` for :attr:`metric`.
+        metrics: every metric to log, :attr:`metric` included.
+        node_encoder: default node type encoder (``TypeDictNode``, ``Atom``,
+            ``LinearNode``, ...).
+        node_dim: number of node feature columns (categorical) or the feature
+            width (continuous).
+        node_num_types: vocabulary size of a categorical node feature (0 if
+            continuous). For several categorical columns: the per-column sizes
+            in :attr:`extra` (``node_type_dims``).
+        edge_encoder: default edge encoder, or ``None`` when the dataset has
+            no edge features.
+        edge_dim / edge_num_types: as for nodes.
+        head: default head name.
+        extra: anything dataset-specific (code2 vocabularies, class weights, ...).
+    """
+    name: str
+    task: str
+    task_type: str
+    num_outputs: int
+    loss: str
+    metric: str
+    metric_direction: str
+    metrics: List[str] = field(default_factory=list)
+    node_encoder: str = 'LinearNode'
+    node_dim: int = 1
+    node_num_types: int = 0
+    edge_encoder: Optional[str] = None
+    edge_dim: int = 0
+    edge_num_types: int = 0
+    head: str = 'graph_mlp'
+    extra: Dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> Dict[str, Any]:
+        return asdict(self)
 
 
 _GRAPH_REG = dict(task='graph', task_type='regression', loss='l1',
@@ -107,7 +160,7 @@ SPECS: Dict[str, Dict[str, Any]] = {
 }
 
 
-def build_task(name: str, spec_key: str, sample: Data,
+def build_task(name: str, spec_key: str, sample: 'Data',
                num_outputs: Optional[int] = None,
                node_num_types: Optional[int] = None,
                extra: Optional[Dict[str, Any]] = None) -> TaskInfo:

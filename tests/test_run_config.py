@@ -1,12 +1,12 @@
 """Building the full config: names, defaults, accelerator, dataset-dependent
-values (every bad input and its message: ``test_bad_input.py``)."""
+values (every bad input and its message: ``tests/config/test_bad_input.py``)."""
 import pytest
 import torch
 
 from graphgps_ext.config import ConfigError
-from graphgps_ext.config.load import (config_name, finalize_cfg, load_cfg,
+from graphgps_ext.run_config import (config_name, finalize_cfg, load_cfg,
                                       resolve_accelerator)
-from graphgps_ext.loader.task import TaskInfo
+from graphgps_ext.task import TaskInfo
 
 
 def test_config_name():

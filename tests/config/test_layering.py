@@ -1,0 +1,59 @@
+"""The config package only declares keys and their checks: no module of
+``graphgps_ext/config/`` imports (at module level or inside a function) from
+the layers above it (registry, model, layers, loaders, training, run)."""
+import ast
+import os
+import sys
+
+import graphgps_ext.config
+
+CONFIG_DIR = os.path.dirname(graphgps_ext.config.__file__)
+# Third-party packages a key declaration may use; the standard library is
+# allowed too.
+ALLOWED = {'yacs', 'yaml', 'torch'}
+
+
+def _imports(path: str):
+    """``(line, absolute module name)`` of every import in the file."""
+    tree = ast.parse(open(path, encoding='utf-8').read(), path)
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                yield node.lineno, alias.name
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:  # relative to the package graphgps_ext.config
+                base = ['graphgps_ext', 'config'][:3 - node.level]
+                module = '.'.join(base + ([node.module] if node.module else []))
+            else:
+                module = node.module
+            yield node.lineno, module
+
+
+def forbidden(path: str):
+    out = []
+    for line, module in _imports(path):
+        top = module.split('.')[0]
+        if module == 'graphgps_ext.config' or module.startswith('graphgps_ext.config.'):
+            continue
+        if top in ALLOWED or top in sys.stdlib_module_names:
+            continue
+        out.append(f'{os.path.relpath(path, CONFIG_DIR)}:{line} imports {module}')
+    return out
+
+
+def test_config_imports_nothing_from_the_layers_above():
+    files = sorted(os.path.join(CONFIG_DIR, f) for f in os.listdir(CONFIG_DIR)
+                   if f.endswith('.py'))
+    assert len(files) > 5
+    problems = [p for f in files for p in forbidden(f)]
+    assert problems == []
+
+
+def test_the_check_sees_function_level_imports(tmp_path):
+    path = tmp_path / 'group.py'
+    path.write_text('import os\nfrom graphgps_ext.config import choices\n\n\n'
+                    'def f():\n    from graphgps_ext.metrics import METRICS\n'
+                    '    import torch_geometric\n    return METRICS\n')
+    assert forbidden(str(path)) == [
+        f'{os.path.relpath(str(path), CONFIG_DIR)}:6 imports graphgps_ext.metrics',
+        f'{os.path.relpath(str(path), CONFIG_DIR)}:7 imports torch_geometric']
