@@ -182,3 +182,15 @@ def dense_adjacency(batch) -> torch.Tensor:
     A = torch.zeros(N, N, dtype=batch.x.dtype)
     A[batch.edge_index[1], batch.edge_index[0]] = 1.0
     return A
+
+
+def randomise_batchnorms(module):
+    """Non-trivial affine weights and running statistics of every
+    BatchNorm1d of ``module`` (eval-mode checks)."""
+    with torch.no_grad():
+        for bn in module.modules():
+            if isinstance(bn, torch.nn.BatchNorm1d):
+                bn.running_mean.uniform_(-1, 1)
+                bn.running_var.uniform_(0.5, 2)
+                bn.weight.uniform_(0.5, 2)
+                bn.bias.uniform_(-1, 1)

@@ -4,7 +4,8 @@ from torch_geometric.data import Batch
 from yacs.config import CfgNode as CN
 
 from branch_checks import (batch_dependence, check_degenerate, check_gradients,
-                           check_permutation_equivariance, context, graphs, run)
+                           check_permutation_equivariance, context, graphs,
+                           randomise_batchnorms, run)
 from graphgps_ext.config.gt import gt_cfg
 from graphgps_ext.config.mpnn import mpnn_cfg
 from graphgps_ext.layer.gatedgcn import GatedGCN
@@ -18,17 +19,6 @@ def data():
 
 def lin(m, x):
     return x @ m.weight.T + m.bias
-
-
-def randomise_batchnorms(module):
-    """Non-trivial affine weights and running statistics for eval mode."""
-    with torch.no_grad():
-        for bn in module.modules():
-            if isinstance(bn, torch.nn.BatchNorm1d):
-                bn.running_mean.uniform_(-1, 1)
-                bn.running_var.uniform_(0.5, 2)
-                bn.weight.uniform_(0.5, 2)
-                bn.bias.uniform_(-1, 1)
 
 
 def reference(m: GatedGCN, batch):

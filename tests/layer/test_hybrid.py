@@ -6,7 +6,8 @@ from torch_geometric.data import Batch
 from yacs.config import CfgNode as CN
 
 from branch_checks import (batch_dependence, check_gradients,
-                           check_permutation_equivariance, context, graphs)
+                           check_permutation_equivariance, context, graphs,
+                           randomise_batchnorms)
 from graphgps_ext.config.gea import gea_cfg
 from graphgps_ext.config.gt import gt_cfg
 from graphgps_ext.config.mpnn import mpnn_cfg
@@ -31,17 +32,6 @@ def layer(local, glob, ext, c=None, **kw):
     return HybridLayer(D, build(local), build(glob), build(ext), **kw).double()
 
 
-def randomise_norms(m):
-    """Non-trivial BatchNorm statistics/affine parameters for eval mode."""
-    with torch.no_grad():
-        for mod in m.modules():
-            if isinstance(mod, torch.nn.BatchNorm1d):
-                mod.running_mean.uniform_(-1, 1)
-                mod.running_var.uniform_(0.5, 2)
-                mod.weight.uniform_(0.5, 2)
-                mod.bias.uniform_(-1, 1)
-
-
 def data():
     return graphs([5, 3, 7], D, seed=0, isolated=1)
 
@@ -49,7 +39,7 @@ def data():
 def test_geaet_layer_is_eq_8_to_10():
     torch.manual_seed(0)
     m = layer('GatedGCN', 'Transformer', 'GEANet')
-    randomise_norms(m)
+    randomise_batchnorms(m)
     m.eval()
     batch = Batch.from_data_list(data())
     ctx = context(batch)
@@ -112,7 +102,7 @@ def test_gatedgcn_edges_reach_next_layer():
 def test_layer_properties(layer_type):
     torch.manual_seed(0)
     m = layer(*layer_type, dropout=0.1)
-    randomise_norms(m)
+    randomise_batchnorms(m)
     check_gradients(m, data(), zero_ok=('branches.global.qkv.bias', ))
     check_permutation_equivariance(m, data())
     assert batch_dependence(m, data()) < 1e-10
@@ -151,7 +141,7 @@ def test_without_ffn_the_output_is_the_branch_sum(parity):
     (gt.parity_norm_without_ffn) normalises that sum once more."""
     torch.manual_seed(0)
     m = layer('GCN', None, 'GEANet', ffn=False, norm_without_ffn=parity)
-    randomise_norms(m)
+    randomise_batchnorms(m)
     m.eval()
     batch = Batch.from_data_list(data())
     ctx = context(batch)
