@@ -45,7 +45,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 from graphgps_ext.config import (ConfigError, closest, flatten, key_matches,
-                                 merge_data, read_yaml)
+                                 merge_data, read_yaml, unflatten)
 from graphgps_ext.config.posenc import parse_times
 
 GRAPHGPS, GEAET, CSA = 'GraphGPS', 'GEAET', 'CSA'
@@ -368,7 +368,7 @@ class _Translator:
         self._rest()
         # Translations first, then the inert keys (each in rule order).
         notes = sorted(self.notes, key=lambda n: ': inert (' in n)
-        return Translation(self.source, self.path, _nest(self.out), notes,
+        return Translation(self.source, self.path, unflatten(self.out), notes,
                            self.kept)
 
     def _rule_model(self):
@@ -962,17 +962,6 @@ class _Translator:
 
 def _stem(path: str) -> str:
     return os.path.splitext(os.path.basename(path))[0]
-
-
-def _nest(flat: Dict[str, Any]) -> Dict[str, Any]:
-    out: Dict[str, Any] = {}
-    for key, value in flat.items():
-        node = out
-        parts = key.split('.')
-        for p in parts[:-1]:
-            node = node.setdefault(p, {})
-        node[parts[-1]] = value
-    return out
 
 
 def translate(raw: Dict[str, Any], source: Optional[str] = None,

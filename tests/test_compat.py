@@ -15,7 +15,7 @@ import pytest
 import yaml
 
 from graphgps_ext import compat
-from graphgps_ext.config import ConfigError
+from graphgps_ext.config import ConfigError, set_key
 from graphgps_ext.logger import STATS_FILE
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -204,11 +204,7 @@ def test_load_cfg_logs_the_notes_once_per_file(capsys):
 def _zinc_with(**changes):
     data = copy.deepcopy(raw('graphgps/zinc-GPS+RWSE.yaml'))
     for key, value in changes.items():
-        node = data
-        parts = key.split('.')
-        for p in parts[:-1]:
-            node = node.setdefault(p, {})
-        node[parts[-1]] = value
+        set_key(data, key, value)
     return data
 
 

@@ -210,6 +210,26 @@ def flatten(tree: Union[CfgNode, dict], prefix: str = '',
     return out
 
 
+def set_key(tree: dict, key: str, value: Any) -> None:
+    """``tree['a']['b'] = value`` for the dotted ``key`` ``'a.b'``, creating
+    missing groups. A :class:`TypeError` names the part of ``key`` that is a
+    value, not a group."""
+    *groups, leaf = key.split('.')
+    for part in groups:
+        tree = tree.setdefault(part, {})
+        if not isinstance(tree, dict):
+            raise TypeError(f"'{part}' of '{key}' is not a group")
+    tree[leaf] = value
+
+
+def unflatten(flat: Dict[str, Any]) -> Dict[str, Any]:
+    """The inverse of :func:`flatten`: ``{'a.b': 1}`` -> ``{'a': {'b': 1}}``."""
+    out: Dict[str, Any] = {}
+    for key, value in flat.items():
+        set_key(out, key, value)
+    return out
+
+
 def leaf_keys(node: Union[CfgNode, dict], prefix: str = '') -> List[str]:
     """The dotted keys of the values (not the groups) of ``node``."""
     return list(flatten(node, prefix))

@@ -45,7 +45,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import yaml
 
-from graphgps_ext.config import read_yaml
+from graphgps_ext.config import read_yaml, set_key
 from graphgps_ext.files import write_text
 from graphgps_ext.sweep.plan import SweepError
 
@@ -160,13 +160,10 @@ def points(base: str, grids: Sequence[Sequence[GridKey]], sample: Optional[int] 
 
 
 def _set(tree: Dict[str, Any], key: str, value: Any):
-    node = tree
-    parts = key.split('.')
-    for part in parts[:-1]:
-        node = node.setdefault(part, {})
-        if not isinstance(node, dict):
-            raise SweepError(f"grid key '{key}': '{part}' is not a group in the base config")
-    node[parts[-1]] = value
+    try:
+        set_key(tree, key, value)
+    except TypeError as e:
+        raise SweepError(f"grid key '{key}': {e} in the base config") from None
 
 
 def point_config(base_yaml: Dict[str, Any], point: Point, **keys: Any) -> Dict[str, Any]:

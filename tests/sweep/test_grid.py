@@ -68,6 +68,19 @@ def test_grid_file_errors(tmp_path, text, message):
         grid.read_grid(str(path))
 
 
+def test_point_config_sets_dotted_keys_and_refuses_a_value_as_group():
+    base = {'gt': {'layers': 2, 'dim_hidden': 64}, 'optim': {'base_lr': 1e-3}}
+    point = grid.Point('l=3', {'gt.layers': 3, 'mna.hops': 2}, {'gt.layers': 'l'})
+    tree = grid.point_config(base, point, run_name='x')
+    assert tree == {'gt': {'layers': 3, 'dim_hidden': 64}, 'optim': {'base_lr': 1e-3},
+                    'mna': {'hops': 2}, 'run_name': 'x'}
+    assert base['gt']['layers'] == 2
+    bad = grid.Point('x', {'gt.layers.x': 1}, {})
+    with pytest.raises(SweepError, match="grid key 'gt.layers.x': 'layers' of 'gt.layers.x' is "
+                                         "not a group in the base config"):
+        grid.point_config(base, bad)
+
+
 def test_search_refuses_unknown_keys_and_overrides_of_searched_keys(tmp_path, monkeypatch,
                                                                     capsys):
     monkeypatch.chdir(tmp_path)
