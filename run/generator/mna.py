@@ -20,7 +20,9 @@ The paper has no public code; what it states and what is guessed:
   convention) are used, full width is mna.head_dim = d;
 - guessed: FFN width d (gt.ffn_mult 1), warm-up length, the readout (sum on
   the TU sets, mean on OGB), the 2-layer head MLP, the layers and width of
-  each dataset (Table 5 sizes).
+  each dataset (Table 5 sizes);
+- searched: NCI1's layers and kernels (run/grids/mna-nci1-cpu.txt, the
+  search and its final runs in docs/results.md).
 """
 from typing import Any, Dict
 
