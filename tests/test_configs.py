@@ -152,11 +152,14 @@ def _one_step(cfg, model, task):
 
 @pytest.mark.parametrize('path', CONFIGS, ids=[p[len('configs/'):-len('.yaml')]
                                                for p in CONFIGS])
-def test_config_loads_fits_its_budget_and_trains_one_step(path):
-    from graphgps_ext.run_config import load_cfg
+def test_config_loads_without_warnings_fits_its_budget_and_trains_one_step(path):
+    from graphgps_ext.config import config_warnings
+    from graphgps_ext.run_config import default_cfg, load_cfg
     from graphgps_ext.network.model import num_parameters
     from graphgps_ext.run import build_model
     cfg = load_cfg(os.path.join(ROOT, path), [])
+    # A shipped config sets no key that has no effect (warned at start).
+    assert config_warnings(cfg, default_cfg()) == []
     task = task_for(cfg)
     torch.manual_seed(0)
     model = build_model(cfg, task)

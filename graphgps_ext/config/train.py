@@ -156,7 +156,7 @@ def _scheduler(*names):
                 in_file='warn')
 
 
-ignored('optim.num_warmup_epochs', **_scheduler('cosine_with_warmup'))
+ignored('optim.num_warmup_epochs', **_scheduler('cosine_with_warmup', 'transformer_warmup'))
 ignored('optim.steps', 'optim.lr_decay', **_scheduler('steps'))
 ignored('optim.reduce_factor', 'optim.schedule_patience', 'optim.min_lr',
         **_scheduler('reduce_on_plateau'))
@@ -169,17 +169,21 @@ ignored('optim.clip_grad_norm_value', unless=lambda cfg: cfg.optim.clip_grad_nor
 
 @advice
 def _shorter_than_warmup(cfg):
+    # The warm-up multipliers of the first and the last epoch (train/optim.py):
+    # cosine_with_warmup max(1e-6, t / W), transformer_warmup (t + 1) / W.
     o = cfg.optim
-    if o.scheduler == 'cosine_with_warmup' and o.max_epoch <= o.num_warmup_epochs:
-        first = o.base_lr * 1e-6
-        last = o.base_lr * max(1e-6, (o.max_epoch - 1) / o.num_warmup_epochs)
-        return (f'optim.max_epoch {o.max_epoch} <= optim.num_warmup_epochs '
-                f'{o.num_warmup_epochs}: the learning rate never leaves the linear '
-                f'warm-up; it goes from {first:.2g} to {last:.2g} and never reaches '
-                f'optim.base_lr {o.base_lr:g}. For a short run set '
-                'optim.num_warmup_epochs below optim.max_epoch (e.g. '
-                f'optim.num_warmup_epochs {o.max_epoch // 10})')
-    return None
+    w, n = o.num_warmup_epochs, o.max_epoch
+    if o.scheduler == 'cosine_with_warmup' and n <= w:
+        first, last, cmp = 1e-6, max(1e-6, (n - 1) / w), '<='
+    elif o.scheduler == 'transformer_warmup' and n < w:
+        first, last, cmp = 1 / w, n / w, '<'
+    else:
+        return None
+    return (f'optim.max_epoch {n} {cmp} optim.num_warmup_epochs {w}: the learning rate '
+            f'never leaves the linear warm-up; it goes from {o.base_lr * first:.2g} to '
+            f'{o.base_lr * last:.2g} and never reaches optim.base_lr {o.base_lr:g}. For a '
+            'short run set optim.num_warmup_epochs below optim.max_epoch (e.g. '
+            f'optim.num_warmup_epochs {n // 10})')
 
 
 # GraphGym's training keys that the training loop of graphgps_ext does not use.

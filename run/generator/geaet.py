@@ -289,9 +289,11 @@ def mpnn_tables(reg: Registry):
                                         act='gelu' if lrgb else 'relu'),
                              gea(heads=heads), mpnn_head(name), GEAET_PROTO[name])
                 if lrgb and name.startswith('Peptides'):
+                    # GEAET's local_out_act: GatedGCN has no output activation.
+                    mpnn_keys = {'act': 'gelu'} if mpnn == 'gatedgcn' else \
+                        {'out_act': True, 'act': 'gelu'}
                     gcfg = merge(gcfg, head(layers=3, pool='mean', width='constant'),
-                                 {'gt': {'dropout': 0.1}, 'mpnn': {'out_act': True,
-                                                                   'act': 'gelu'}})
+                                 {'gt': {'dropout': 0.1}, 'mpnn': mpnn_keys})
                 rows = [Row(P, table, seeds, name, f'{model}+GEANet', METRIC[name])]
                 params, psrc, diffs, extra_notes = None, 'not published', [], []
                 if name.startswith('Peptides') and mpnn == 'gcn':

@@ -384,6 +384,31 @@ def test_a_run_shorter_than_its_warmup_is_warned_at_start(caplog):
     with caplog.at_level('WARNING', logger='graphgps_ext'):
         finalize_cfg(cfg, HIV)
     assert 'warm-up' not in caplog.text
+    # The Transformer schedule reaches base_lr at epoch W - 1 (train/optim.py).
+    caplog.clear()
+    short = ['optim.scheduler', 'transformer_warmup', 'optim.base_lr', '0.001',
+             'optim.num_warmup_epochs', '10']
+    cfg = load_cfg(QUICKSTART, MOLHIV + short + ['optim.max_epoch', '5'])
+    with caplog.at_level('WARNING', logger='graphgps_ext'):
+        finalize_cfg(cfg, HIV)
+    assert 'optim.max_epoch 5 < optim.num_warmup_epochs 10' in caplog.text
+    assert 'goes from 0.0001 to 0.0005' in caplog.text
+    caplog.clear()
+    cfg = load_cfg(QUICKSTART, MOLHIV + short + ['optim.max_epoch', '10'])
+    with caplog.at_level('WARNING', logger='graphgps_ext'):
+        finalize_cfg(cfg, HIV)
+    assert 'warm-up' not in caplog.text
+
+
+def test_warmup_epochs_are_used_by_both_warmup_schedules(tmp_path):
+    from graphgps_ext.config import config_warnings
+    path = tmp_path / 'warmup.yaml'
+    for scheduler, warned in (('cosine_with_warmup', False), ('transformer_warmup', False),
+                              ('cos', True), ('none', True)):
+        path.write_text(f'optim:\n  scheduler: {scheduler}\n  num_warmup_epochs: 10\n')
+        warnings = config_warnings(load_cfg(str(path), []), default_cfg())
+        assert any("'optim.num_warmup_epochs'" in w for w in warnings) == warned, \
+            (scheduler, warnings)
 
 
 def test_branches_are_built_at_start_without_touching_the_rng():
