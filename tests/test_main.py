@@ -106,18 +106,24 @@ def test_ctrl_c_agg_unfinished_and_resume_equals_uninterrupted(three_seeds):
     out = work / 'resumed'
     args = ['--seeds', '2', *SMALL, 'dataset.dir', str(work / 'datasets'),
             'run_name', 'quick', 'out_dir', 'resumed']
-    proc = subprocess.Popen(main_cmd(work / 'quick.yaml', *args), cwd=work,
-                            env=env(work), stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT, text=True)
-    lines = []
-    for line in proc.stdout:
-        lines.append(line)
-        if 'epoch 2/10' in line:
-            proc.send_signal(signal.SIGINT)
-            break
-    rest, _ = proc.communicate(timeout=300)
-    text = ''.join(lines) + rest
+    # main.py with a real SIGINT that the process sends itself when it logs
+    # epoch 2: a Ctrl-C at a fixed point, however fast the epochs run.
+    ctrl_c = work / 'main_ctrl_c.py'
+    ctrl_c.write_text(
+        'import logging, os, runpy, signal, sys\n'
+        'def at_epoch_2(record):\n'
+        "    if 'epoch 2/10' in record.getMessage():\n"
+        '        os.kill(os.getpid(), signal.SIGINT)\n'
+        '    return True\n'
+        "logging.getLogger('graphgps_ext').addFilter(at_epoch_2)\n"
+        f'sys.argv[0] = {MAIN!r}\n'
+        f"runpy.run_path({MAIN!r}, run_name='__main__')\n")
+    proc = subprocess.run([sys.executable, str(ctrl_c), '--cfg', str(work / 'quick.yaml'),
+                           *args], cwd=work, env=env(work), capture_output=True,
+                          text=True, timeout=300)
+    text = proc.stdout + proc.stderr
     assert proc.returncode == 130, text
+    assert 'epoch 3/10' not in text
     assert 'Resume with' in text and 'train.auto_resume True' in text
     run = out / 'quick' / '2'
     assert (run / 'ckpt' / 'last.pt').exists() and not (run / 'done').exists()
