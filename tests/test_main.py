@@ -107,10 +107,13 @@ def test_ctrl_c_agg_unfinished_and_resume_equals_uninterrupted(three_seeds):
     args = ['--seeds', '2', *SMALL, 'dataset.dir', str(work / 'datasets'),
             'run_name', 'quick', 'out_dir', 'resumed']
     # main.py with a real SIGINT that the process sends itself when it logs
-    # epoch 2: a Ctrl-C at a fixed point, however fast the epochs run.
+    # epoch 2: a Ctrl-C at a fixed point, however fast the epochs run. Python's
+    # Ctrl-C handler is installed explicitly: a shell starts background jobs
+    # with SIGINT ignored, and the child would inherit that.
     ctrl_c = work / 'main_ctrl_c.py'
     ctrl_c.write_text(
         'import logging, os, runpy, signal, sys\n'
+        'signal.signal(signal.SIGINT, signal.default_int_handler)\n'
         'def at_epoch_2(record):\n'
         "    if 'epoch 2/10' in record.getMessage():\n"
         '        os.kill(os.getpid(), signal.SIGINT)\n'
