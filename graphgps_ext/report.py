@@ -361,14 +361,13 @@ def data_caveats(dataset: str, config: Dict[str, Any],
             out.append('ZINC train split is a stand-in (10k ZINC-full val molecules); '
                        'val/test exact')
         elif not data_dir or not os.path.isdir(data_dir):
-            out.append('ZINC train split: provenance not checked (dataset.dir absent here); '
-                       "the offline data folder's train split is a stand-in")
+            out.append('ZINC train split: provenance not checked (dataset.dir absent here)')
     elif ds in ('pattern', 'cluster') and (fmt in ('synthetic', '') or info.get('stand_in')):
-        out.append(f'generated {dataset} stand-in (SBM generator after data/SYNTHETIC.md), '
+        out.append(f'generated {dataset} stand-in (SBM generator, docs/datasets.md), '
                    'not the published files')
     elif ds.startswith('treeneighbourmatch'):
         variant = flat.get('dataset.tree_variant')
-        out.append('TreeNeighbourMatch generated (data/SYNTHETIC.md'
+        out.append('TreeNeighbourMatch generated (docs/datasets.md'
                    + (f', {variant} variant' if variant else '') + ')')
     elif ds in ('nci1', 'nci109', 'collab'):
         out.append('random 8:1:1 split per seed')

@@ -1,7 +1,8 @@
 """Shared test fixtures.
 
-- ``shared_data``: copies folders of ``../shared/data`` (read-only, see its
-  README) into ``tmp_path`` so that loaders can write ``processed/``.
+- ``sample_data``: copies folders of the shipped real-data samples
+  (``tests/data``, see :mod:`data_sources`) into ``tmp_path`` so that
+  loaders can write ``processed/``.
 - ``tiny_cfg``: a GraphGym config with this project's training keys, for
   unit tests that need no dataset or model modules.
 - ``tiny_bundle``: a small learnable graph-classification dataset (graph
@@ -13,8 +14,6 @@
   of later tests from ``caplog``).
 """
 import logging
-import os
-import shutil
 from types import SimpleNamespace
 
 import pytest
@@ -25,12 +24,21 @@ from yacs.config import CfgNode as CN
 from graphgps_ext.config.gt import gt_cfg
 from graphgps_ext.config.posenc import posenc_cfg
 
-# The benchmark data beside the checkout (``../shared/data``, as in CI), or
-# wherever GRAPHGPS_EXT_SHARED_DATA points.
-SHARED_DATA = os.environ.get(
-    'GRAPHGPS_EXT_SHARED_DATA',
-    os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
-                 os.pardir, 'shared', 'data'))
+from data_sources import copy_data
+
+
+def pytest_configure(config):
+    config.addinivalue_line(
+        'markers', 'extra_data: uses material that does not ship (full offline '
+        "copies of the datasets, GEAET's configs): runs where it is present")
+
+
+def pytest_collection_modifyitems(config, items):
+    # A test run on the full offline data (data_sources.SOURCES) is extra.
+    for item in items:
+        callspec = getattr(item, 'callspec', None)
+        if callspec is not None and callspec.params.get('source') == 'offline':
+            item.add_marker(pytest.mark.extra_data)
 
 
 @pytest.fixture(autouse=True)
@@ -55,25 +63,11 @@ def one_thread():
 
 
 @pytest.fixture
-def shared_data(tmp_path):
-    """``copy(*names) -> root``: copy ``SHARED_DATA/<name>`` folders to a
-    writable ``tmp_path/data`` and return that root (skip if absent)."""
-    root = tmp_path / 'data'
-
-    def copy(*names):
-        for name in names:
-            src = os.path.join(SHARED_DATA, name)
-            if not os.path.exists(src):
-                pytest.skip(f'{src} not available')
-            dst = root / name
-            if os.path.isdir(src):
-                shutil.copytree(src, dst, dirs_exist_ok=True)
-            else:
-                dst.parent.mkdir(parents=True, exist_ok=True)
-                shutil.copy(src, dst)
-        return str(root)
-
-    return copy
+def sample_data(tmp_path):
+    """``copy(*names) -> root``: copy the shipped real-data samples
+    ``tests/data/<name>`` to a writable ``tmp_path/data`` and return that
+    root."""
+    return lambda *names: copy_data(tmp_path / 'data', *names)
 
 
 def make_tiny_cfg(out_dir):

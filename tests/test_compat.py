@@ -1,11 +1,14 @@
 """GraphGPS, GEAET and CSA configs run here unchanged (:mod:`graphgps_ext.compat`).
 
-The fixtures are the unmodified configs of the three code bases in
-``../shared/compat`` (README there: provenance and the parameter counts the
-authors' code builds from each file). Every fixture either builds a model
-with exactly the authors' count or is refused with the key named; those
-whose data is available offline (ZINC, Peptides-func) train one epoch
-through ``main.py``.
+The fixtures are unmodified configs of the three code bases. GraphGPS's and
+CSA's ship in ``tests/foreign_configs`` (MIT; README there: provenance and
+the parameter counts the authors' code builds from each file). GEAET's carry
+no licence and do not ship: they are read from ``GRAPHGPS_EXT_FOREIGN_CONFIGS``
+(by default the ``compat`` folder of the project's material beside the
+checkout) and their tests skip, naming that folder, where it is absent. Every
+fixture either builds a model with exactly the authors' count (or the stated
+difference) or is refused with the key named; those on the shipped data
+samples (ZINC, Peptides-func) train one epoch through ``main.py``.
 """
 import copy
 import os
@@ -19,10 +22,12 @@ from graphgps_ext.config import ConfigError, set_key
 from graphgps_ext.logger import STATS_FILE
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-COMPAT = os.environ.get('GRAPHGPS_EXT_SHARED_COMPAT',
-                        os.path.join(ROOT, os.pardir, 'shared', 'compat'))
-SHARED_DATA = os.environ.get('GRAPHGPS_EXT_SHARED_DATA',
-                             os.path.join(ROOT, os.pardir, 'shared', 'data'))
+SHIPPED = os.path.join(ROOT, 'tests', 'foreign_configs')
+UNSHIPPED = os.environ.get('GRAPHGPS_EXT_FOREIGN_CONFIGS',
+                           os.path.join(ROOT, os.pardir, 'shared', 'compat'))
+DATA = os.path.join(ROOT, 'tests', 'data')
+# Each source's folder: the shipped ones, and GEAET's where it is present.
+FOLDERS = {'graphgps': SHIPPED, 'csa': SHIPPED, 'geaet': UNSHIPPED}
 
 
 def run_main(*argv) -> int:
@@ -35,28 +40,52 @@ def run_main(*argv) -> int:
 
 
 def _published():
-    """``{'graphgps/zinc-GPS+RWSE.yaml': 423717, ...}`` from the README."""
-    path = os.path.join(COMPAT, 'README.md')
-    if not os.path.exists(path):
-        return {}
-    with open(path) as f:
-        return {k: int(v.replace(',', ''))
-                for k, v in re.findall(r'^\| (\S+\.yaml) \| ([\d,]+) \|$',
-                                       f.read(), re.M)}
+    """``{'graphgps/zinc-GPS+RWSE.yaml': 423717, ...}`` from the READMEs of
+    the folders, each row kept for the source its folder serves."""
+    counts = {}
+    for folder in set(FOLDERS.values()):
+        path = os.path.join(folder, 'README.md')
+        if os.path.exists(path):
+            with open(path) as f:
+                counts.update({k: int(v.replace(',', '')) for k, v in re.findall(
+                    r'^\| (\S+\.yaml) \| ([\d,]+) \|$', f.read(), re.M)
+                    if FOLDERS[k.split('/')[0]] == folder})
+    return counts
 
 
-PUBLISHED = _published()
-FIXTURES = sorted(os.path.relpath(os.path.join(d, f), COMPAT)
-                  for d, _, files in os.walk(COMPAT) for f in files
-                  if f.endswith('.yaml')) if os.path.isdir(COMPAT) else []
+def _fixtures():
+    found = []
+    for source, folder in FOLDERS.items():
+        sub = os.path.join(folder, source)
+        if os.path.isdir(sub):
+            found += [f'{source}/{f}' for f in os.listdir(sub) if f.endswith('.yaml')]
+    return sorted(found)
+
+
+FIXTURES = _fixtures()
+PUBLISHED = {k: v for k, v in _published().items() if k in FIXTURES}
 # Fixtures refused at start, and the key their message must name.
 REFUSED = {'graphgps/ogbg-code2-GPS.yaml': "'gt.layer_type' (CustomGatedGCN+Performer)"}
 SOURCE = {'graphgps': compat.GRAPHGPS, 'geaet': compat.GEAET, 'csa': compat.CSA}
-needs_fixtures = pytest.mark.skipif(not FIXTURES, reason=f'{COMPAT} not available')
+_no_geaet = pytest.mark.skipif(
+    not os.path.isdir(os.path.join(UNSHIPPED, 'geaet')),
+    reason=f"GEAET's configs do not ship (no licence); {UNSHIPPED}/geaet not available")
+
+
+def needs_geaet(test):
+    """A test of GEAET's configs: extra (they do not ship), skipped without
+    them."""
+    return pytest.mark.extra_data(_no_geaet(test))
+
+
+def cases(rels):
+    """``rels`` as parameters, GEAET's marked extra."""
+    return [pytest.param(r, marks=pytest.mark.extra_data) if r.startswith('geaet/')
+            else r for r in rels]
 
 
 def fixture(rel: str) -> str:
-    return os.path.join(COMPAT, rel)
+    return os.path.join(FOLDERS[rel.split('/')[0]], rel)
 
 
 def raw(rel: str) -> dict:
@@ -74,8 +103,7 @@ pytestmark = pytest.mark.usefixtures('one_thread')
 
 
 # ---------------------------------------------------------------- detection --
-@needs_fixtures
-@pytest.mark.parametrize('rel', FIXTURES)
+@pytest.mark.parametrize('rel', cases(FIXTURES))
 def test_source_detected_from_the_keys(rel):
     assert compat.detect(raw(rel)) == SOURCE[rel.split('/')[0]]
 
@@ -108,8 +136,7 @@ DIFFERENCES = {
 }
 
 
-@needs_fixtures
-@pytest.mark.parametrize('rel', sorted(PUBLISHED))
+@pytest.mark.parametrize('rel', cases(sorted(PUBLISHED)))
 def test_dry_run_builds_the_authors_parameter_count(rel):
     from graphgps_ext.dry_run import check
     result = check(fixture(rel), [])
@@ -121,8 +148,7 @@ def test_dry_run_builds_the_authors_parameter_count(rel):
         f'{PUBLISHED[rel]:,}' + (f' (expected difference: {why})' if why else '')
 
 
-@needs_fixtures
-@pytest.mark.parametrize('rel', [r for r in FIXTURES if r not in PUBLISHED])
+@pytest.mark.parametrize('rel', cases([r for r in FIXTURES if r not in PUBLISHED]))
 def test_other_fixtures_build_or_are_refused_naming_the_key(rel, capsys):
     code = run_main('--cfg', fixture(rel), '--dry-run')
     out, err = capsys.readouterr()
@@ -133,7 +159,6 @@ def test_other_fixtures_build_or_are_refused_naming_the_key(rel, capsys):
         assert re.search(r'^parameters: [\d,]+$', out, re.M), out
 
 
-@needs_fixtures
 def test_translation_equals_the_shipped_graphgps_zinc_config():
     """The translated GraphGPS ZINC config builds the same parameters, tensor
     by tensor, as configs/gps/zinc.yaml (written from the authors' model)."""
@@ -144,7 +169,6 @@ def test_translation_equals_the_shipped_graphgps_zinc_config():
     assert shapes(theirs) == shapes(ours)
 
 
-@needs_fixtures
 def test_two_class_tasks_predict_one_logit_as_graphgym():
     from graphgps_ext.dry_run import check
     theirs = check(fixture('graphgps/pattern-GPS.yaml'), [])
@@ -158,7 +182,7 @@ def test_two_class_tasks_predict_one_logit_as_graphgym():
 
 
 # -------------------------------------------------------------------- notes --
-@needs_fixtures
+@needs_geaet
 def test_notes_name_each_translated_and_inert_key():
     notes = compat.translate(raw('geaet/pattern.yaml'), path='pattern.yaml').notes
     assert 'GEANet.unit_size 16 -> gea.num_slots 16, ' \
@@ -176,7 +200,6 @@ def test_notes_name_each_translated_and_inert_key():
                for n in zinc)
 
 
-@needs_fixtures
 def test_name_tag_and_wandb_name(tmp_path):
     data = raw('graphgps/zinc-GPS+RWSE.yaml')
     data['name_tag'] = 'run7'
@@ -188,7 +211,7 @@ def test_name_tag_and_wandb_name(tmp_path):
     assert 'name' not in t.config['wandb']
 
 
-@needs_fixtures
+@needs_geaet
 def test_load_cfg_logs_the_notes_once_per_file(capsys):
     from graphgps_ext.run_config import load_cfg
     path = fixture('geaet/mnist.yaml')
@@ -229,7 +252,6 @@ REFUSALS = [
 ]
 
 
-@needs_fixtures
 @pytest.mark.parametrize('changes,named', REFUSALS,
                          ids=[next(iter(c)) for c, _ in REFUSALS])
 def test_what_would_change_the_model_is_refused_at_start(tmp_path, capsys,
@@ -240,7 +262,7 @@ def test_what_would_change_the_model_is_refused_at_start(tmp_path, capsys,
     assert err.startswith('config error: ') and named in err, err
 
 
-@needs_fixtures
+@needs_geaet
 def test_geaet_refusals():
     data = raw('geaet/pattern.yaml')
     bad = copy.deepcopy(data)
@@ -265,7 +287,7 @@ def test_geaet_refusals():
 
 
 # ------------------------------------------------- overrides, config.yaml --
-@needs_fixtures
+@needs_geaet
 def test_overrides_in_our_keys_apply_after_the_translation():
     from graphgps_ext.dry_run import check
     r = check(fixture('geaet/pattern.yaml'), ['gea.parity_batch_softmax', 'False',
@@ -282,18 +304,15 @@ TRAINED = ['graphgps/zinc-GPS+RWSE.yaml', 'csa/zinc-CSA+RWSE.yaml',
 
 @pytest.fixture(scope='module')
 def data_root(tmp_path_factory):
-    """ZINC and Peptides-func copied once for the module (processed once)."""
+    """The shipped ZINC and Peptides-func samples copied once for the module
+    (processed once)."""
     import shutil
     root = tmp_path_factory.mktemp('data')
     for name in ('ZINC', 'peptides-functional'):
-        src = os.path.join(SHARED_DATA, name)
-        if not os.path.exists(src):
-            pytest.skip(f'{src} not available')
-        shutil.copytree(src, root / name)
+        shutil.copytree(os.path.join(DATA, name), root / name)
     return str(root)
 
 
-@needs_fixtures
 @pytest.mark.parametrize('rel', TRAINED)
 def test_fixture_trains_one_epoch_and_config_yaml_reproduces_it(rel, data_root,
                                                                 tmp_path, capsys):
@@ -319,7 +338,6 @@ def test_fixture_trains_one_epoch_and_config_yaml_reproduces_it(rel, data_root,
 
 
 # ---------------------------------------------- other configs of the sources --
-@needs_fixtures
 def test_graphgps_custom_gnn_is_an_mpnn_stack():
     """GraphGPS's MPNN baselines (model.type custom_gnn): gnn.layers_mp
     GatedGCN layers with gnn.residual and gnn.dropout, no attention, FFN or
@@ -347,7 +365,7 @@ def test_graphgps_custom_gnn_is_an_mpnn_stack():
     assert sum(p.numel() for p in layer.parameters()) == 5 * (d * d + d) + 4 * d
 
 
-@needs_fixtures
+@needs_geaet
 def test_geaet_unequal_dropouts_are_settled_on_the_command_line(tmp_path, capsys):
     data = raw('geaet/vocsp.yaml')
     data['gt'].update(layer_type='GCN+None+GEANet', use_ffn=False,

@@ -89,6 +89,9 @@ def parser() -> argparse.ArgumentParser:
                    help='epochs timed per point (scaling; median step time)')
     g = p.add_argument_group('encodings')
     g.add_argument('--encoding-graphs', type=int, default=1000)
+    g.add_argument('--encoding-data', default=None,
+                   help='folder with ZINC/ and peptides-functional/ (as dataset.dir; '
+                        'default $GRAPHGPS_EXT_DATA or ./datasets)')
     return p
 
 
@@ -157,7 +160,7 @@ def run_suites(args, log=print) -> Dict[str, object]:
         else:
             from graphgps_ext.bench import encodings
             res = encodings.run(device, graphs=args.encoding_graphs,
-                                seed=args.seed, log=log)
+                                seed=args.seed, log=log, data_dir=args.encoding_data)
             res['markdown'] = encodings.tables(res)
         payload['suites'][suite] = res
     payload['meta']['load_average_1min_end'] = common.load_average()

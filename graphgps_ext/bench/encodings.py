@@ -1,6 +1,9 @@
 r"""Benchmark of the structural encodings.
 
-Measures, on real molecules (copies of ``../shared/data`` beside the checkout):
+Measures, on real molecules (ZINC-12k and Peptides-func in the loaders'
+raw layout under ``--data``: ``ZINC/raw/`` and ``peptides-functional/raw/``,
+see the README's Datasets section; default ``$GRAPHGPS_EXT_DATA`` or
+``./datasets``, the default ``dataset.dir``):
 
 - **precompute** seconds per 1,000 graphs of every kind on the first
   ``graphs`` ZINC-12k validation graphs (23 nodes on average) and the first
@@ -27,10 +30,23 @@ from typing import Callable, Dict, List, Optional
 
 import torch
 
-# Real molecules: the benchmark data beside the checkout, or GRAPHGPS_EXT_DATA.
-DATA = os.environ.get('GRAPHGPS_EXT_DATA', os.path.join(
-    os.path.dirname(os.path.abspath(__file__)), os.pardir, os.pardir, os.pardir,
-    'shared', 'data'))
+# Real molecules: the folder of the datasets (as dataset.dir).
+DATA = os.environ.get('GRAPHGPS_EXT_DATA', 'datasets')
+# The raw files read, relative to the data folder.
+NEEDED = (os.path.join('ZINC', 'raw', 'val.pickle'), os.path.join('ZINC', 'raw', 'val.index'),
+          os.path.join('peptides-functional', 'raw', 'peptide_multi_class_dataset.csv.gz'))
+
+
+def check_data(data_dir: str):
+    """Stop with a message naming the missing raw files and where they go."""
+    missing = [f for f in NEEDED if not os.path.isfile(os.path.join(data_dir, f))]
+    if missing:
+        raise SystemExit(
+            f'bench encodings: missing {", ".join(missing)} under {os.path.abspath(data_dir)}. '
+            'Point --encoding-data (or GRAPHGPS_EXT_DATA) at a folder holding ZINC/raw/ '
+            "(molecules.zip's files) and peptides-functional/raw/ (the LRGB csv.gz), the "
+            "layout of dataset.dir; the README's Datasets section says where each file "
+            'comes from (tests/data holds small samples of both).')
 
 KINDS = {
     'LapPE-10': {'lappe': {'k': 10, 'norm': 'none', 'skip_trivial': False}},
@@ -183,6 +199,7 @@ def run(device: torch.device, graphs: int = 1000, seed: int = 0,
     'on_the_fly': rows}``."""
     torch.manual_seed(seed)
     data_dir = data_dir or DATA
+    check_data(data_dir)
     zinc = zinc_graphs(graphs, data_dir)
     pep = peptides_graphs(graphs, data_dir)
     out = {'precompute': precompute_rows('ZINC', zinc, log=log)

@@ -41,9 +41,9 @@ from graphgps_ext.task import SPECS
 # of the remaining training molecules and 50k of the held-out ones.
 PCQM_HOLDOUT, PCQM_SUBSET_RATIO, PCQM_SUBSET_VAL, PCQM_SEED = 150_000, 0.1, 50_000, 42
 ZINC_FULL_TRAIN = 220_011
-# A ZINC-12k train split that is not the benchmark's: the stand-in of the
-# offline data folder (10,000 ZINC-full validation molecules) is recognised
-# by its source list beside raw/ or by the SHA-1 of its train.pickle.
+# A ZINC-12k train split that is not the benchmark's (a known offline
+# stand-in: 10,000 ZINC-full validation molecules) is recognised by its
+# source list beside raw/ or by the SHA-1 of its train.pickle.
 ZINC_STAND_IN_MARKER = 'train_standin_sources.csv.gz'
 ZINC_STAND_IN_SHA1 = {'5aac378dfdaf508982c904e379770128e86f8e56'}
 PEPTIDES_SPEC = {'peptides-functional': 'peptides-func',

@@ -1,16 +1,12 @@
-"""Fixtures of the loader tests: a config with the dataset keys, and
-writable copies of ``../shared/data`` shared by the tests of a module."""
+"""Fixtures of the loader tests: a config with the dataset keys, and the
+data sources (:mod:`data_sources`: the shipped samples, and full offline
+copies where present) that tests reading real data run over."""
 import os
-import shutil
 
 import pytest
 
-# The benchmark data beside the checkout (``../shared/data``, as in CI), or
-# wherever GRAPHGPS_EXT_SHARED_DATA points (same rule as tests/conftest.py).
-SHARED_DATA = os.environ.get(
-    'GRAPHGPS_EXT_SHARED_DATA',
-    os.path.join(os.path.dirname(os.path.abspath(__file__)), os.pardir, os.pardir,
-                 os.pardir, 'shared', 'data'))
+from data_sources import SOURCES
+
 SLOW = os.environ.get('GRAPHGPS_EXT_SLOW', '') not in ('', '0')
 
 
@@ -56,19 +52,11 @@ def make_cfg(root, **overrides):
     return cfg
 
 
-def copy_shared(dst, *names):
-    """Copy ``SHARED_DATA/<name>`` folders into ``dst`` (skip if absent)."""
-    for name in names:
-        src = os.path.join(SHARED_DATA, name)
-        if not os.path.exists(src):
-            pytest.skip(f'{src} not available')
-        shutil.copytree(src, os.path.join(dst, name), dirs_exist_ok=True)
-        for base, dirs, files in os.walk(os.path.join(dst, name)):
-            for d in dirs:
-                os.chmod(os.path.join(base, d), 0o755)
-            for f in files:
-                os.chmod(os.path.join(base, f), 0o644)
-    return str(dst)
+@pytest.fixture(scope='module', params=list(SOURCES))
+def source(request):
+    """The name of a data source (``samples``, and ``offline`` where
+    present): a test using it runs once per source."""
+    return request.param
 
 
 @pytest.fixture

@@ -11,7 +11,9 @@ from graphgps_ext.loader import load_dataset, make_loaders
 from graphgps_ext.loader.collate import FastCollater, fast_collate_supported
 from graphgps_ext.loader.dataloader import graph_loader
 
-from .conftest import copy_shared, make_cfg
+from data_sources import copy_data
+
+from .conftest import make_cfg
 
 
 def assert_same_batch(a: Batch, b: Batch):
@@ -46,8 +48,8 @@ def check_dataset(ds, batch_size=7, seed=0):
 
 
 @pytest.fixture(scope='module')
-def zinc(tmp_path_factory):
-    root = copy_shared(tmp_path_factory.mktemp('zinc'), 'ZINC')
+def zinc(tmp_path_factory, source):
+    root = copy_data(tmp_path_factory.mktemp('zinc'), 'ZINC', source=source)
     cfg = make_cfg(root, **{'dataset.format': 'PyG-ZINC', 'dataset.name': 'subset',
                             'dataset.max_graphs': 600,
                             'posenc_RWSE.enable': True,
@@ -63,8 +65,8 @@ def test_zinc_splits_with_encodings(zinc):
         check_dataset(ds)
 
 
-def test_nci1(tmp_path):
-    root = copy_shared(tmp_path, 'TUDataset')
+def test_nci1(tmp_path, source):
+    root = copy_data(tmp_path, 'TUDataset', source=source)
     bundle = load_dataset(make_cfg(root, **{'dataset.format': 'PyG-TUDataset',
                                             'dataset.name': 'NCI1'}))
     check_dataset(bundle.splits['train'], batch_size=16)

@@ -13,10 +13,13 @@ from torch_geometric.data import Data, InMemoryDataset
 from graphgps_ext.loader import load_dataset
 from graphgps_ext.loader.errors import DataCorruptError, DatasetNotFoundError
 from graphgps_ext.loader.integrity import (STAMP, ProcessedCache, RawFiles,
-                                           StorageError, check_storage)
+                                           StorageError, check_storage,
+                                           sha1_of)
 from graphgps_ext.loader.sources import zinc_stand_in
 
-from .conftest import copy_shared, make_cfg
+from data_sources import FACTS, copy_data
+
+from .conftest import make_cfg
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 LOGGER = 'graphgps_ext'
@@ -33,32 +36,35 @@ def _processed(root):
 
 
 @pytest.fixture
-def nci1_root(tmp_path):
-    return copy_shared(tmp_path, 'TUDataset')
+def nci1_root(tmp_path, source):
+    return copy_data(tmp_path, 'TUDataset', source=source)
 
 
 def _raw(root, name):
     return os.path.join(root, 'TUDataset', 'NCI1', 'raw', name)
 
 
-def test_truncated_raw_file_fails_clearly_and_leaves_no_poisoned_cache(nci1_root):
+def test_truncated_raw_file_fails_clearly_and_leaves_no_poisoned_cache(nci1_root,
+                                                                      source):
     path = _raw(nci1_root, 'NCI1_A.txt')
     with open(path, 'rb') as f:
         original = f.read()
+    half = len(original) // 2
     with open(path, 'wb') as f:
-        f.write(original[:len(original) // 2])
+        f.write(original[:half])
     with pytest.raises(DataCorruptError) as err:
         _nci1(nci1_root)
     msg = str(err.value)
     for fragment in ("Dataset 'NCI1' (PyG-TUDataset)", 'cover different numbers of graphs',
                      "The data of 'edge_index' comes from NCI1_A.txt",
-                     f'{path} (1.67 MB)', 'NCI1.zip',
+                     f'{path} ({half / 2 ** 20:.2f} MB)', 'NCI1.zip',
                      f"put them into: {os.path.dirname(path)}"):
         assert fragment in msg, msg
     assert _processed(nci1_root)[1] == []  # nothing half-made is kept
     with open(path, 'wb') as f:  # the file restored: it just works
         f.write(original)
-    assert sum(len(s) for s in _nci1(nci1_root).splits.values()) == 4110
+    assert sum(len(s) for s in _nci1(nci1_root).splits.values()) == \
+        FACTS[source]['nci1_graphs']
 
 
 def test_short_labels_file_names_it(nci1_root):
@@ -102,7 +108,8 @@ def test_cache_follows_the_content_of_the_raw_files(nci1_root, caplog):
     assert int(changed.splits['train']._data.y[0]) != int(first.splits['train']._data.y[0])
 
 
-def test_damaged_cache_is_rebuilt(nci1_root, caplog):
+def test_damaged_cache_is_rebuilt(nci1_root, source, caplog):
+    total = FACTS[source]['nci1_graphs']
     _nci1(nci1_root)
     folder, files = _processed(nci1_root)
     data_pt = os.path.join(folder, 'data.pt')
@@ -111,7 +118,7 @@ def test_damaged_cache_is_rebuilt(nci1_root, caplog):
         f.seek(size // 2)
         f.write(b'\0' * 4096)
     with caplog.at_level(logging.WARNING, logger=LOGGER):
-        assert sum(len(s) for s in _nci1(nci1_root).splits.values()) == 4110
+        assert sum(len(s) for s in _nci1(nci1_root).splits.values()) == total
     assert 'processed file(s) data.pt changed since they were written' in caplog.text
     mtime = os.stat(data_pt).st_mtime_ns
     with open(data_pt, 'r+b') as f:  # unreadable, with size and mtime kept
@@ -119,7 +126,7 @@ def test_damaged_cache_is_rebuilt(nci1_root, caplog):
     os.utime(data_pt, ns=(mtime, mtime))
     caplog.clear()
     with caplog.at_level(logging.WARNING, logger=LOGGER):
-        assert sum(len(s) for s in _nci1(nci1_root).splits.values()) == 4110
+        assert sum(len(s) for s in _nci1(nci1_root).splits.values()) == total
     assert 'cannot use the processed data' in caplog.text
 
 
@@ -154,8 +161,8 @@ def test_check_storage():
 
 
 @pytest.fixture
-def zinc_root(tmp_path):
-    return copy_shared(tmp_path, 'ZINC')
+def zinc_root(tmp_path, source):
+    return copy_data(tmp_path, 'ZINC', source=source)
 
 
 def test_zinc_corrupt_pickle(zinc_root):
@@ -171,9 +178,13 @@ def test_zinc_corrupt_pickle(zinc_root):
         assert fragment in msg, msg
 
 
-def test_zinc_stand_in_is_recognised(zinc_root):
+def test_zinc_stand_in_is_recognised(zinc_root, source, monkeypatch):
     root = os.path.join(zinc_root, 'ZINC')
     raw = os.path.join(root, 'raw')
+    if source == 'samples':  # the sample's train split plays the known file
+        import graphgps_ext.loader.sources as sources
+        monkeypatch.setattr(sources, 'ZINC_STAND_IN_SHA1',
+                            {sha1_of(os.path.join(raw, 'train.pickle'))})
 
     def reason():
         files = RawFiles('ZINC', [raw], [], raw, inputs=[raw])
@@ -188,8 +199,8 @@ def test_zinc_stand_in_is_recognised(zinc_root):
     assert reason() is None
 
 
-def test_peptides_corrupt_files(tmp_path):
-    root = copy_shared(tmp_path, 'peptides-functional')
+def test_peptides_corrupt_files(tmp_path, source):
+    root = copy_data(tmp_path, 'peptides-functional', source=source)
     folder = os.path.join(root, 'peptides-functional')
     cfg = make_cfg(root, **{'dataset.format': 'OGB', 'dataset.name': 'peptides-functional',
                             'dataset.max_graphs': 40})

@@ -1,5 +1,6 @@
-"""load_dataset on the real data of /work/shared/data (ZINC, NCI1), task
-metadata, overrides, encodings hook and the offline errors."""
+"""load_dataset on real data (ZINC, NCI1: the shipped samples, and full
+offline copies where present), task metadata, overrides, encodings hook and
+the offline errors."""
 import time
 
 import pytest
@@ -9,12 +10,14 @@ from graphgps_ext.loader import DatasetNotFoundError, load_dataset
 from graphgps_ext.loader.errors import DataError
 from graphgps_ext.loader.offline import OFFLINE_ENV
 
-from .conftest import copy_shared, make_cfg
+from data_sources import FACTS, copy_data
+
+from .conftest import make_cfg
 
 
 @pytest.fixture(scope='module')
-def zinc_root(tmp_path_factory):
-    return copy_shared(tmp_path_factory.mktemp('zinc'), 'ZINC')
+def zinc_root(tmp_path_factory, source):
+    return copy_data(tmp_path_factory.mktemp('zinc'), 'ZINC', source=source)
 
 
 @pytest.fixture(scope='module')
@@ -24,8 +27,8 @@ def zinc(zinc_root):
 
 
 @pytest.fixture(scope='module')
-def nci1_root(tmp_path_factory):
-    return copy_shared(tmp_path_factory.mktemp('nci1'), 'TUDataset')
+def nci1_root(tmp_path_factory, source):
+    return copy_data(tmp_path_factory.mktemp('nci1'), 'TUDataset', source=source)
 
 
 def _nci1(root, seed, **kw):
@@ -54,9 +57,8 @@ def test_zinc_stand_in_marked_and_warned_once(zinc_root, zinc, caplog):
     assert sum('STAND-IN' in r.getMessage() for r in caplog.records) == 1
 
 
-def test_zinc_sizes_and_task(zinc):
-    assert {k: len(v) for k, v in zinc.splits.items()} == \
-        {'train': 10_000, 'val': 1_000, 'test': 1_000}
+def test_zinc_sizes_and_task(zinc, source):
+    assert {k: len(v) for k, v in zinc.splits.items()} == FACTS[source]['zinc_sizes']
     assert zinc.split_indices is None  # standard split files
     t = zinc.task
     assert t.name == 'ZINC (subset)'
@@ -70,12 +72,10 @@ def test_zinc_sizes_and_task(zinc):
     assert g.y.shape == (1, 1) and g.y.is_floating_point()
 
 
-@pytest.mark.parametrize('split,nodes,edges,mean,std,lo,hi', [
-    ('val', 23.08, 24.85, 0.0315, 1.9846, 10, 36),
-    ('test', 23.12, 24.86, 0.0124, 2.0170, 11, 37),
-])
-def test_zinc_val_test_statistics(zinc, split, nodes, edges, mean, std, lo, hi):
-    # data/ZINC/README.md: these two splits are the exact benchmark graphs.
+@pytest.mark.parametrize('split', ['val', 'test'])
+def test_zinc_val_test_statistics(zinc, source, split):
+    # These two splits are (a prefix of) the exact benchmark graphs.
+    nodes, edges, lo, hi, mean, std = FACTS[source]['zinc_stats'][split]
     n, e, y = _stats(zinc.splits[split])
     assert n.mean().item() == pytest.approx(nodes, abs=0.005)
     assert e.mean().item() == pytest.approx(edges, abs=0.005)
@@ -92,19 +92,21 @@ def test_zinc_max_graphs_keeps_proportions(zinc_root):
         {'train': 100, 'val': 10, 'test': 10}
 
 
-def test_nci1_split_and_task(nci1_root):
+def test_nci1_split_and_task(nci1_root, source):
     b = _nci1(nci1_root, seed=0)
     sizes = {k: len(v) for k, v in b.splits.items()}
-    assert sum(sizes.values()) == 4110
-    for k, want in (('train', 3288), ('val', 411), ('test', 411)):
-        assert abs(sizes[k] - want) <= 1
+    total, positive = FACTS[source]['nci1_graphs'], FACTS[source]['nci1_positive']
+    assert sum(sizes.values()) == total
+    for k, share in (('train', 0.8), ('val', 0.1), ('test', 0.1)):
+        assert abs(sizes[k] - share * total) <= 1
     idx = b.split_indices
     every = torch.cat([idx['train'], idx['val'], idx['test']])
-    assert torch.equal(every.sort().values, torch.arange(4110))
+    assert torch.equal(every.sort().values, torch.arange(total))
     # stratified: both classes in every split, in the overall proportion
+    # (within one graph of the split's size)
     for k in ('train', 'val', 'test'):
         frac = torch.cat([g.y for g in b.splits[k]]).float().mean().item()
-        assert frac == pytest.approx(2057 / 4110, abs=0.01)
+        assert frac == pytest.approx(positive, abs=max(0.01, 1 / sizes[k]))
     t = b.task
     assert (t.node_encoder, t.node_dim, t.edge_encoder) == ('LinearNode', 37, None)
     assert (t.loss, t.metric, t.metric_direction, t.num_outputs) == \

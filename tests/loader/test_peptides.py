@@ -1,6 +1,7 @@
-"""Peptides in the original LRGB layout (dataset.format OGB): the real files
-of /work/shared/data/peptides-functional, a fast subset path, a slow full
-run, and tiny hand-written folders for the release checks and -struct."""
+"""Peptides in the original LRGB layout (dataset.format OGB): real files (the
+shipped sample, and the full release where present), a fast subset path, a
+slow full run, and tiny hand-written folders for the release checks and
+-struct."""
 import ast
 import gzip
 import os
@@ -14,37 +15,40 @@ import torch
 
 from graphgps_ext.loader import DatasetNotFoundError, load_dataset
 from graphgps_ext.loader.peptides import (STRUCT_TARGETS, VARIANTS,
-                                          PeptidesDataset, read_split,
+                                          PeptidesDataset, md5sum, read_split,
                                           read_table)
 
-from .conftest import copy_shared, make_cfg
+from data_sources import FACTS, SOURCES, copy_data
+
+from .conftest import make_cfg
 
 FUNC = 'peptides-functional'
 
 
 @pytest.fixture(scope='module')
-def pep_root(tmp_path_factory):
-    return copy_shared(tmp_path_factory.mktemp('pep'), FUNC)
+def pep_root(tmp_path_factory, source):
+    return copy_data(tmp_path_factory.mktemp('pep'), FUNC, source=source)
 
 
-def test_full_counts_from_release_files(pep_root):
-    # What the full processing yields, read without featurising 15,535
-    # molecules (that takes ~60 s: see the slow test below).
+def test_full_counts_from_release_files(pep_root, source):
+    # What the full processing yields, read without featurising the
+    # molecules (15,535 of the release take ~60 s: see the slow test below).
     folder = os.path.join(pep_root, FUNC)
     split = read_split(folder, FUNC)
-    assert {k: v.numel() for k, v in split.items()} == \
-        {'train': 10_873, 'val': 2_331, 'test': 2_331}
+    sizes = FACTS[source]['peptides_sizes']
+    assert {k: v.numel() for k, v in split.items()} == sizes
     every = torch.cat(list(split.values())).sort().values
-    assert torch.equal(every, torch.arange(15_535))
-    assert len(read_table(folder, FUNC)) == 15_535
+    assert torch.equal(every, torch.arange(sum(sizes.values())))
+    assert len(read_table(folder, FUNC)) == sum(sizes.values())
 
 
-def test_subset_keeps_the_real_split(pep_root):
+def test_subset_keeps_the_real_split(pep_root, source):
     cfg = make_cfg(pep_root, **{'dataset.format': 'OGB', 'dataset.name': FUNC,
                                 'dataset.max_graphs': 40})
     b = load_dataset(cfg)
     sizes = {k: len(v) for k, v in b.splits.items()}
-    assert sizes == {'train': 28, 'val': 7, 'test': 7}  # ceil(40 * n / 15535)
+    # ceil(40 * n_split / n_all) per split
+    assert sizes == FACTS[source]['peptides_max40']
     full = read_split(os.path.join(pep_root, FUNC), FUNC)
     for k, idx in b.split_indices.items():
         assert torch.equal(idx, full[k][:sizes[k]])
@@ -53,7 +57,7 @@ def test_subset_keeps_the_real_split(pep_root):
         ('classification_multilabel', 10, 'bce', 'ap')
     assert (t.node_encoder, t.node_dim, t.edge_encoder, t.edge_dim) == \
         ('Atom', 9, 'Bond', 3)
-    assert b.task.extra['full_split_sizes']['train'] == 10_873
+    assert b.task.extra['full_split_sizes'] == FACTS[source]['peptides_sizes']
     # graph 0 of val is csv row full['val'][0], featurised by smiles2graph
     from ogb.utils import smiles2graph
     row = int(full['val'][0])
@@ -66,16 +70,20 @@ def test_subset_keeps_the_real_split(pep_root):
     assert torch.equal(g.y.view(-1), want)
 
 
-@pytest.mark.slow
-def test_full_processing(pep_root):
+# The full release takes ~60 s to featurise: slow; the sample is not.
+@pytest.mark.parametrize('source', [
+    pytest.param(s, marks=pytest.mark.slow) if s == 'offline' else s for s in SOURCES])
+def test_full_processing(tmp_path, source):
+    root = copy_data(tmp_path, FUNC, source=source)
     start = time.perf_counter()
-    b = load_dataset(make_cfg(pep_root, **{'dataset.format': 'OGB',
-                                           'dataset.name': FUNC}))
-    assert {k: len(v) for k, v in b.splits.items()} == \
-        {'train': 10_873, 'val': 2_331, 'test': 2_331}
-    ds = PeptidesDataset(pep_root, FUNC)
-    assert ds._data.x.size(0) == 2_344_859
-    assert ds._data.edge_index.size(1) / len(ds) == pytest.approx(307.30, abs=0.01)
+    b = load_dataset(make_cfg(root, **{'dataset.format': 'OGB',
+                                       'dataset.name': FUNC}))
+    facts = FACTS[source]
+    assert {k: len(v) for k, v in b.splits.items()} == facts['peptides_sizes']
+    ds = PeptidesDataset(root, FUNC)
+    assert ds._data.x.size(0) == facts['peptides_nodes']
+    assert ds._data.edge_index.size(1) / len(ds) == \
+        pytest.approx(facts['peptides_edges_per_graph'], abs=0.01)
     print(f'peptides-functional processed in {time.perf_counter() - start:.1f} s')
 
 
@@ -126,8 +134,14 @@ def test_unknown_file_without_marker_is_refused(tmp_path):
     assert len(load_dataset(cfg).splits['train']) == 3
 
 
-def test_real_file_without_marker_passes_md5(tmp_path):
-    root = copy_shared(tmp_path, FUNC)
+@pytest.mark.parametrize('source', list(SOURCES))
+def test_release_file_without_marker_passes_md5(tmp_path, monkeypatch, source):
+    root = copy_data(tmp_path, FUNC, source=source)
     os.remove(os.path.join(root, FUNC, VARIANTS[FUNC]['version']))
+    csv = os.path.join(root, FUNC, 'raw', VARIANTS[FUNC]['csv'])
+    if source == 'samples':  # the sample plays the release: its md5 is the one
+        monkeypatch.setitem(VARIANTS[FUNC], 'version', md5sum(csv))
     ds = PeptidesDataset(root, FUNC, max_graphs=7)
-    assert len(ds) == 5 + 2 + 2  # ceil(7 * n_split / 15535) per split
+    sizes = FACTS[source]['peptides_sizes']
+    n = sum(sizes.values())
+    assert len(ds) == sum(-(-7 * k // n) for k in sizes.values())

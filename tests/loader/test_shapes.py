@@ -6,7 +6,9 @@ import pytest
 from graphgps_ext.loader.shapes import (ShapesUnknown, sample_graphs, spec_of,
                                         task_without_data)
 
-from .conftest import copy_shared, make_cfg
+from data_sources import copy_data
+
+from .conftest import make_cfg
 
 FIELDS = ('task', 'task_type', 'num_outputs', 'loss', 'metric', 'metrics',
           'node_encoder', 'node_dim', 'node_num_types', 'edge_encoder',
@@ -19,9 +21,10 @@ FIELDS = ('task', 'task_type', 'num_outputs', 'loss', 'metric', 'metrics',
                              'dataset.name': 'peptides-functional',
                              'dataset.max_graphs': 40}),
 ])
-def test_known_shapes_equal_the_loaders(tmp_path, offline, folder, overrides):
+def test_known_shapes_equal_the_loaders(tmp_path, offline, source, folder,
+                                       overrides):
     from graphgps_ext.loader import load_dataset
-    root = copy_shared(tmp_path, folder)
+    root = copy_data(tmp_path, folder, source=source)
     cfg = make_cfg(root, **overrides)
     real = load_dataset(cfg).task.to_dict()
     known = task_without_data(cfg).to_dict()

@@ -30,8 +30,8 @@ def _check(paths):
         assert head.startswith(b'\x89PNG') if p.endswith('.png') else b'<svg' in head or b'<?xml' in head
 
 
-def test_command_draws_trained_runs(shared_data, tmp_path, capsys):
-    data = shared_data('ZINC')
+def test_command_draws_trained_runs(sample_data, tmp_path, capsys):
+    data = sample_data('ZINC')
     out = str(tmp_path / 'results')
     os.makedirs(out)
     with open(os.path.join(out, 'base.yaml'), 'w') as f:

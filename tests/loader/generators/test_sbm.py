@@ -1,5 +1,5 @@
 """PATTERN / CLUSTER generators: structure and statistics against
-SYNTHETIC.md §2-3 on a few hundred graphs."""
+the rules of docs/datasets.md ("Generated datasets") on a few hundred graphs."""
 import os
 
 import numpy as np

@@ -5,7 +5,7 @@ import torch
 from graphgps_ext.loader.generators.tree_neighbours import (
     TreeNeighbourMatch, generate, num_permutations, tree_structure)
 
-# SYNTHETIC.md §1.4 (exact): graphs per r for both variants.
+# docs/datasets.md, "Generated datasets" (exact): graphs per r for both variants.
 MLPMIXER = {2: 96, 3: 32_000, 4: 64_000, 5: 128_000, 6: 256_000,
             7: 512_000, 8: 640_000}
 BOTTLENECK = {2: 96, 3: 8_000, 4: 16_000, 5: 32_000, 6: 32_000, 7: 32_000,
