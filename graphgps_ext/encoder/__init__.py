@@ -34,6 +34,7 @@ from typing import Optional
 
 from torch import nn
 import torch_geometric.graphgym.register as register
+from torch_geometric.nn.inits import reset
 
 from graphgps_ext.config import closest
 from graphgps_ext.config.posenc import node_encoder_parts, pair_encoder_needed
@@ -165,6 +166,10 @@ class _EdgeWithNorm(nn.Module):
     def __init__(self, enc: nn.Module, dim: int):
         super().__init__()
         self.enc, self.norm = enc, nn.BatchNorm1d(dim)
+
+    def reset_parameters(self):
+        reset(self.enc)
+        self.norm.reset_parameters()
 
     def forward(self, batch):
         return self.norm(self.enc(batch))

@@ -20,6 +20,7 @@ from typing import Optional
 
 from torch import nn
 import torch_geometric.graphgym.register as register
+from torch_geometric.nn.inits import reset
 
 from graphgps_ext.config import closest
 from graphgps_ext.head.base import pool_name
@@ -104,6 +105,16 @@ class GPSModel(nn.Module):
             raise ValueError(f"unknown head '{head}' (gnn.head); registered: "
                              + ', '.join(sorted(register.head_dict)))
         self.head = register.head_dict[head].from_cfg(cfg, task, dim)
+
+    def reset_parameters(self):
+        """Re-initialise every module: encoders, layers, virtual node, head
+        (branches tied to the first layer's are re-initialised with it)."""
+        for module in (self.node_encoder, self.edge_encoder, self.pair_encoder,
+                       self.virtual_node, self.head):
+            if module is not None:
+                reset(module)
+        for layer in self.layers:
+            layer.reset_parameters()
 
     def encode(self, batch, record: Optional[dict] = None):
         """Run the feature encoders; returns ``(x, edge_attr, ctx)``.
