@@ -1,16 +1,21 @@
 """Config group ``gt``: the stack of hybrid layers (:mod:`graphgps_ext.layer.hybrid`).
 
 ``gt.layer_type`` is ``"<local>+<global>+<external>"``; each part is a branch
-name registered in :data:`graphgps_ext.layer.BRANCHES` or ``None``.  Branch-
-specific options live in their own groups (``gea``, ``csa``, ``mna``,
-``gtlayer``, ``mpnn``).
+name of the branch catalogue (:data:`graphgps_ext.branches.CATALOGUE`) or
+``None``, parsed by :func:`graphgps_ext.branches.parse_layer_type`.  Branch-
+specific options live in the config group each branch declares there
+(``gea``, ``csa``, ``mna``, ``gtlayer``, ``mpnn``).
 """
+from graphgps_ext import branches
 from graphgps_ext.config import (choices, has_branch, ignored, positive,
                                  probability, rule, unused, volatile)
 
-# Branches that split gt.dim_hidden into gt.n_heads heads and drop attention
-# weights with gt.attn_dropout (MNA only with mna.head_dim 0).
-ATTENTION_BRANCHES = ('Transformer', 'GT', 'CSA', 'MNA')
+
+def attention_branches():
+    """The branches that split gt.dim_hidden into gt.n_heads heads and drop
+    attention weights with gt.attn_dropout (MNA only with mna.head_dim 0):
+    those the catalogue declares ``attention``."""
+    return branches.names(attention=True)
 
 
 def gt_cfg(cfg):
@@ -61,8 +66,11 @@ def divisors(n: int):
 
 @rule
 def _one_branch(cfg):
-    parts = str(cfg.gt.layer_type).split('+')
-    if len(parts) == 3 and all(p in ('None', 'none', '') for p in parts):
+    try:
+        layer_type = branches.parse_layer_type(cfg.gt.layer_type)
+    except ValueError as err:
+        return str(err)
+    if not layer_type.present:
         return (f"gt.layer_type '{cfg.gt.layer_type}' has no branch: name at "
                 "least one, e.g. 'GINE+Transformer+None'")
     return None
@@ -71,7 +79,7 @@ def _one_branch(cfg):
 @rule
 def _heads_divide_width(cfg):
     d, heads = cfg.gt.dim_hidden, cfg.gt.n_heads
-    split = [b for b in ATTENTION_BRANCHES if has_branch(cfg, b)
+    split = [b for b in attention_branches() if has_branch(cfg, b)
              and not (b == 'MNA' and cfg.mna.head_dim > 0)]
     if split and d % heads:
         return (f'gt.n_heads {heads} does not divide gt.dim_hidden {d}: the '
@@ -81,9 +89,9 @@ def _heads_divide_width(cfg):
 
 
 ignored('gt.n_heads', 'gt.attn_dropout',
-        unless=lambda cfg: has_branch(cfg, *ATTENTION_BRANCHES),
+        unless=lambda cfg: has_branch(cfg, *attention_branches()),
         why=lambda cfg: f"gt.layer_type '{cfg.gt.layer_type}' has no attention "
-                        f"branch ({', '.join(ATTENTION_BRANCHES)})"
+                        f"branch ({', '.join(attention_branches())})"
                         + ('; GEANet has its own gea.n_heads'
                            if has_branch(cfg, 'GEANet') else ''),
         in_file='warn')
