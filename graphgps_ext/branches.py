@@ -47,6 +47,9 @@ class Branch:
         record: the key under which it offers attention maps to
             ``GraphContext.log`` for the pictures, or ``None``.
         record_layout: the layout of those maps (:data:`RECORD_LAYOUTS`).
+        heads_key: the config key of the heads that split its width (its
+            constructor raises :class:`HeadsError` when they do not divide
+            it), or ``None``.
     """
     name: str
     cls: str
@@ -55,6 +58,7 @@ class Branch:
     pair_features: bool = False
     record: Optional[str] = None
     record_layout: Optional[str] = None
+    heads_key: Optional[str] = None
 
     def __post_init__(self):
         if (self.record is None) != (self.record_layout is None):
@@ -78,16 +82,33 @@ CATALOGUE: List[Branch] = [
     Branch('GINE', 'graphgps_ext.layer.gine:GINE', group='mpnn'),
     Branch('GatedGCN', 'graphgps_ext.layer.gatedgcn:GatedGCN', group='mpnn'),
     Branch('GEANet', 'graphgps_ext.layer.gea:GEANet', group='gea',
-           record='gea/node_col', record_layout='slots'),
+           record='gea/node_col', record_layout='slots', heads_key='gea.n_heads'),
     Branch('Transformer', 'graphgps_ext.layer.transformer:Transformer',
-           attention=True, record='transformer', record_layout='dense'),
+           attention=True, record='transformer', record_layout='dense',
+           heads_key='gt.n_heads'),
     Branch('GT', 'graphgps_ext.layer.gt:GT', group='gtlayer', attention=True,
-           record='gt', record_layout='dense'),
+           record='gt', record_layout='dense', heads_key='gt.n_heads'),
     Branch('CSA', 'graphgps_ext.layer.csa:CSA', group='csa', attention=True,
-           pair_features=True, record='csa', record_layout='channels'),
+           pair_features=True, record='csa', record_layout='channels',
+           heads_key='gt.n_heads'),
     Branch('MNA', 'graphgps_ext.layer.mna:MNA', group='mna', attention=True,
-           record='mna/alpha', record_layout='kernels'),
+           record='mna/alpha', record_layout='kernels', heads_key='gt.n_heads'),
 ]
+
+
+class HeadsError(ValueError):
+    """A branch constructor's ``heads`` do not divide its width ``dim``
+    (the one check of this invariant; the config check reports it under
+    the branch's :attr:`Branch.heads_key`)."""
+
+    def __init__(self, message: str, dim: int, heads: int):
+        super().__init__(message)
+        self.dim, self.heads = dim, heads
+
+
+def divisors(n: int) -> List[int]:
+    """The head counts that divide a width ``n``."""
+    return [k for k in range(1, n + 1) if n % k == 0]
 
 
 def catalogue() -> Dict[str, Branch]:

@@ -24,7 +24,8 @@ from torch_geometric.graphgym.config import cfg as graphgym_cfg
 from torch_geometric.graphgym.config import set_cfg
 from yacs.config import CfgNode
 
-from graphgps_ext.branches import parse_layer_type
+from graphgps_ext.branches import (HeadsError, catalogue as branch_catalogue,
+                                   divisors, parse_layer_type)
 from graphgps_ext.compat import merge_config_file
 from graphgps_ext.config import (COMMAND_LINE, ConfigError, closest,
                                  config_warnings, did_you_mean,
@@ -202,7 +203,9 @@ def _check_dataset(cfg: CfgNode):
 def _check_branches(cfg: CfgNode):
     """The branches of ``gt.layer_type``: names this project can build, and
     each built once (a few milliseconds, on a forked RNG) so that its own
-    argument checks fail at start."""
+    argument checks fail at start. A constructor's :class:`HeadsError` is
+    reported under the key the branch catalogue names (``gt.n_heads``,
+    ``gea.n_heads``)."""
     branches = _buildable(gg.layer_dict)
     try:
         layer_type = parse_layer_type(cfg.gt.layer_type)
@@ -218,6 +221,16 @@ def _check_branches(cfg: CfgNode):
         for name in layer_type.present:
             try:
                 gg.layer_dict[name].from_cfg(cfg, int(cfg.gt.dim_hidden))
+            except HeadsError as err:
+                declared = branch_catalogue().get(name)
+                key = declared.heads_key if declared is not None else None
+                if key is None:
+                    raise ConfigError(f'gt.layer_type: the {name} branch cannot be '
+                                      f'built from this config: {err}') from None
+                raise ConfigError(
+                    f'{key} {err.heads} does not divide gt.dim_hidden {err.dim}: '
+                    f'the {name} branch splits the width into {key} heads; use '
+                    f'{key} in {divisors(err.dim)} or change gt.dim_hidden') from None
             except (ValueError, RuntimeError) as err:
                 raise ConfigError(f"gt.layer_type: the {name} branch cannot be "
                                   f'built from this config: {err}') from None

@@ -73,12 +73,15 @@ TOY = '''
 import torch
 from torch import nn
 
+from graphgps_ext.branches import HeadsError
+
 
 class Toy(nn.Module):
     def __init__(self, dim: int, n_heads: int):
         super().__init__()
         if dim % n_heads:
-            raise ValueError(f'Toy: width {dim} is not divisible by {n_heads} heads')
+            raise HeadsError(f'Toy: width {dim} is not divisible by {n_heads} heads',
+                             dim, n_heads)
         self.heads = n_heads
         self.qk = nn.Linear(dim, 2 * dim)
 
@@ -128,7 +131,7 @@ def toy_branch(tmp_path, monkeypatch):
     monkeypatch.syspath_prepend(str(tmp_path))
     monkeypatch.setattr(branches, 'CATALOGUE', branches.CATALOGUE + [
         Branch('Toy', 'toy_branch:Toy', attention=True, record='toy',
-               record_layout='dense')])
+               record_layout='dense', heads_key='gt.n_heads')])
     # register it as the package does (and unregister it afterwards)
     monkeypatch.setattr(register, '_done', False)
     monkeypatch.setitem(gg.layer_dict, 'Toy', None)
@@ -142,9 +145,11 @@ def test_a_toy_branch_is_one_file_and_one_entry(toy_branch):
     from graphgps_ext.run_config import load_cfg
     from graphgps_ext.viz import graph_maps, node_scores, record_attention
 
-    # config checks read its traits: an attention branch splits the width
-    with pytest.raises(ConfigError, match='gt.n_heads 3 does not divide '
-                                          'gt.dim_hidden 16: the Toy branch'):
+    # config checks read its traits: its constructor's heads check is
+    # reported under the key it declares
+    with pytest.raises(ConfigError, match=r'gt.n_heads 3 does not divide '
+                                          r'gt.dim_hidden 16: the Toy branch .*'
+                                          r'use gt.n_heads in \[1, 2, 4, 8, 16\]'):
         load_cfg(None, ['gt.layer_type', 'GINE+Toy+None', 'gt.dim_hidden', '16',
                         'gt.n_heads', '3'])
     with pytest.raises(ConfigError, match="did you mean 'Toy'"):

@@ -60,10 +60,6 @@ positive('gt.layers', 'gt.dim_hidden', 'gt.n_heads', 'gt.ffn_mult')
 probability('gt.dropout', 'gt.attn_dropout')
 
 
-def divisors(n: int):
-    return [k for k in range(1, n + 1) if n % k == 0]
-
-
 @rule
 def _one_branch(cfg):
     try:
@@ -76,16 +72,9 @@ def _one_branch(cfg):
     return None
 
 
-@rule
-def _heads_divide_width(cfg):
-    d, heads = cfg.gt.dim_hidden, cfg.gt.n_heads
-    split = [b for b in attention_branches() if has_branch(cfg, b)
-             and not (b == 'MNA' and cfg.mna.head_dim > 0)]
-    if split and d % heads:
-        return (f'gt.n_heads {heads} does not divide gt.dim_hidden {d}: the '
-                f"{'/'.join(split)} branch splits the width into gt.n_heads "
-                f'heads; use gt.n_heads in {divisors(d)} or change gt.dim_hidden')
-    return None
+# gt.n_heads must divide gt.dim_hidden for the branches that split the width:
+# checked once, by their constructors, and reported under the key by the
+# run's branch check (graphgps_ext.run_config).
 
 
 ignored('gt.n_heads', 'gt.attn_dropout',
