@@ -44,7 +44,7 @@ from typing import Callable, List, Optional, Sequence, Tuple, Type
 
 
 def _seed_list(text: str) -> List[int]:
-    from graphgps_ext.sweep.plan import parse_seeds
+    from graphgps_ext.seeds import parse_seeds
     if not text.replace(',', '').strip():
         raise argparse.ArgumentTypeError(f'no seed in {text!r}')
     try:

@@ -61,7 +61,7 @@ def register_all():
         _put(gg.node_encoder_dict, name, cls)
     for name, cls in encoder.EDGE_ENCODERS.items():
         _put(gg.edge_encoder_dict, name, cls)
-    for name, cls in layer.BRANCHES.items():
+    for name, cls in layer.branch_classes().items():
         _put(gg.layer_dict, name, cls)
     for name, cls in head.HEADS.items():
         _put(gg.head_dict, name, cls)

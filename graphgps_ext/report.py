@@ -66,7 +66,7 @@ from graphgps_ext.config import ConfigError, flatten, read_yaml
 from graphgps_ext.files import read_jsonl, write_text
 from graphgps_ext.logger import STATS_FILE
 from graphgps_ext.run_config import config_name
-from graphgps_ext.sweep.plan import parse_seeds
+from graphgps_ext.seeds import parse_seeds
 from graphgps_ext.task import SPLITS
 
 TSV_COLUMNS = ('paper', 'table', 'config', 'seeds', 'ref_table', 'dataset',

@@ -24,6 +24,8 @@ from torch_geometric.graphgym.config import cfg as graphgym_cfg
 from torch_geometric.graphgym.config import set_cfg
 from yacs.config import CfgNode
 
+from graphgps_ext.branches import (HeadsError, catalogue as branch_catalogue,
+                                   divisors, parse_layer_type)
 from graphgps_ext.compat import merge_config_file
 from graphgps_ext.config import (COMMAND_LINE, ConfigError, closest,
                                  config_warnings, did_you_mean,
@@ -33,7 +35,6 @@ from graphgps_ext.head import GRAPHGYM_HEADS
 from graphgps_ext.loader.sources import check_dataset, spec_of
 from graphgps_ext.logger import get_logger
 from graphgps_ext.metrics import direction
-from graphgps_ext.network.model import parse_layer_type
 from graphgps_ext.register import register_all
 from graphgps_ext.task import TaskInfo
 from graphgps_ext.train.loss import LOSSES
@@ -202,26 +203,34 @@ def _check_dataset(cfg: CfgNode):
 def _check_branches(cfg: CfgNode):
     """The branches of ``gt.layer_type``: names this project can build, and
     each built once (a few milliseconds, on a forked RNG) so that its own
-    argument checks fail at start."""
+    argument checks fail at start. A constructor's :class:`HeadsError` is
+    reported under the key the branch catalogue names (``gt.n_heads``,
+    ``gea.n_heads``)."""
     branches = _buildable(gg.layer_dict)
-    parts = str(cfg.gt.layer_type).split('+')
-    if len(parts) == 3:
-        for kind, name in zip(('local', 'global', 'external'), parts):
-            if name not in ('None', 'none', '') and name not in branches:
-                raise ConfigError(
-                    f"unknown {kind} branch '{name}' in gt.layer_type "
-                    f"'{cfg.gt.layer_type}'" + (did_you_mean(name, branches) or '.')
-                    + f" Valid: {', '.join(branches)} or None")
     try:
-        names = parse_layer_type(cfg.gt.layer_type)
+        layer_type = parse_layer_type(cfg.gt.layer_type)
     except ValueError as err:  # not three parts
         raise ConfigError(str(err)) from None
+    for kind, name in layer_type.kinds():
+        if name is not None and name not in branches:
+            raise ConfigError(
+                f"unknown {kind} branch '{name}' in gt.layer_type "
+                f"'{cfg.gt.layer_type}'" + (did_you_mean(name, branches) or '.')
+                + f" Valid: {', '.join(branches)} or None")
     with torch.random.fork_rng(devices=[]):
-        for name in names:
-            if name is None:
-                continue
+        for name in layer_type.present:
             try:
                 gg.layer_dict[name].from_cfg(cfg, int(cfg.gt.dim_hidden))
+            except HeadsError as err:
+                declared = branch_catalogue().get(name)
+                key = declared.heads_key if declared is not None else None
+                if key is None:
+                    raise ConfigError(f'gt.layer_type: the {name} branch cannot be '
+                                      f'built from this config: {err}') from None
+                raise ConfigError(
+                    f'{key} {err.heads} does not divide gt.dim_hidden {err.dim}: '
+                    f'the {name} branch splits the width into {key} heads; use '
+                    f'{key} in {divisors(err.dim)} or change gt.dim_hidden') from None
             except (ValueError, RuntimeError) as err:
                 raise ConfigError(f"gt.layer_type: the {name} branch cannot be "
                                   f'built from this config: {err}') from None

@@ -1,7 +1,8 @@
 """What a model and the training loop know about a dataset's task.
 
-:class:`TaskInfo` is built per dataset from :data:`SPECS`, a table of what is
-fixed by the benchmark (loss, metric, encoders, head), completed by what is
+:class:`TaskInfo` is built per dataset from its task spec, what the
+benchmark fixes (loss, metric, encoders, head; declared with the dataset in
+:mod:`graphgps_ext.loader.datasets`), completed by what is
 read from the data (widths, vocabularies, classes) (:func:`build_task`),
 then overridden by config keys (:func:`apply_overrides`). Every dataset is
 split into :data:`SPLITS` (trained on ``train``, selected on ``val``,
@@ -96,86 +97,23 @@ class TaskInfo:
         return asdict(self)
 
 
-_GRAPH_REG = dict(task='graph', task_type='regression', loss='l1',
-                  metric='mae', metrics=['mae', 'mse'], head='graph_mlp')
-_GRAPH_CLS = dict(task='graph', task_type='classification',
-                  loss='cross_entropy', metric='accuracy',
-                  metrics=['accuracy', 'f1_macro'], head='graph_mlp')
-_GRAPH_MULTI = dict(task='graph', task_type='classification_multilabel',
-                    loss='bce', metric='ap', metrics=['ap', 'auroc'],
-                    head='graph_mlp')
-_SBM = dict(task='node', task_type='classification',
-            loss='weighted_cross_entropy', metric='accuracy_sbm',
-            metrics=['accuracy_sbm', 'accuracy'], head='inductive_node',
-            node_encoder='LinearNode', edge_encoder='DummyEdge')
-_SUPERPIXEL_NODE = dict(task='node', task_type='classification',
-                        loss='weighted_cross_entropy', metric='f1_macro',
-                        metrics=['f1_macro', 'accuracy'], head='inductive_node',
-                        node_encoder='LinearNode', edge_encoder='LinearEdge')
-_MOL = dict(node_encoder='Atom', edge_encoder='Bond')
-
-# Fixed facts per benchmark; ``num_outputs=None`` = read from the data.
-SPECS: Dict[str, Dict[str, Any]] = {
-    'ZINC': dict(_GRAPH_REG, num_outputs=1, node_encoder='TypeDictNode',
-                 node_num_types=28, edge_encoder='TypeDictEdge',
-                 edge_num_types=4),
-    'MNIST': dict(_GRAPH_CLS, num_outputs=10, node_encoder='LinearNode',
-                  edge_encoder='LinearEdge'),
-    'CIFAR10': dict(_GRAPH_CLS, num_outputs=10, node_encoder='LinearNode',
-                    edge_encoder='LinearEdge'),
-    'PATTERN': dict(_SBM, num_outputs=2),
-    'CLUSTER': dict(_SBM, num_outputs=6),
-    'NCI1': dict(_GRAPH_CLS, num_outputs=2, node_encoder='LinearNode',
-                 edge_encoder=None),
-    'NCI109': dict(_GRAPH_CLS, num_outputs=2, node_encoder='LinearNode',
-                   edge_encoder=None),
-    'COLLAB': dict(_GRAPH_CLS, num_outputs=3, node_encoder='TypeDictNode',
-                   edge_encoder=None),
-    'TU': dict(_GRAPH_CLS, num_outputs=None, node_encoder='LinearNode',
-               edge_encoder=None),
-    'TU-degree': dict(_GRAPH_CLS, num_outputs=None,
-                      node_encoder='TypeDictNode', edge_encoder=None),
-    'peptides-func': dict(_GRAPH_MULTI, **_MOL, num_outputs=10),
-    'peptides-struct': dict(_GRAPH_REG, **_MOL, num_outputs=11),
-    'pascalvoc-sp': dict(_SUPERPIXEL_NODE, num_outputs=21),
-    'coco-sp': dict(_SUPERPIXEL_NODE, num_outputs=81),
-    'pcqm-contact': dict(_MOL, task='link', task_type='ranking', loss='bce',
-                         metric='mrr_filtered', num_outputs=1,
-                         metrics=['mrr_filtered', 'mrr', 'hits@1', 'hits@3',
-                                  'hits@10'], head='inductive_link'),
-    'ogbg-molpcba': dict(_GRAPH_MULTI, **_MOL, num_outputs=128),
-    'ogbg-mol-classification': dict(_GRAPH_MULTI, **_MOL, num_outputs=None),
-    'ogbg-mol-regression': dict(_GRAPH_REG, **_MOL, num_outputs=None),
-    'ogbg-code2': dict(task='graph', task_type='sequence',
-                       loss='cross_entropy', metric='f1_subtoken',
-                       metrics=['f1_subtoken'], head='code2_sequence',
-                       node_encoder='ASTNode', edge_encoder='LinearEdge',
-                       num_outputs=None),
-    'PCQM4Mv2': dict(_GRAPH_REG, **_MOL, num_outputs=1),
-    'TreeNeighbourMatch': dict(task='graph', task_type='classification',
-                               loss='cross_entropy', metric='accuracy',
-                               metrics=['accuracy'], head='root_node',
-                               node_encoder='MultiTypeNode',
-                               edge_encoder=None, num_outputs=None),
-}
-
-
-def build_task(name: str, spec_key: str, sample: 'Data',
+def build_task(name: str, spec: Dict[str, Any], sample: 'Data',
                num_outputs: Optional[int] = None,
                node_num_types: Optional[int] = None,
                extra: Optional[Dict[str, Any]] = None) -> TaskInfo:
-    """TaskInfo of benchmark ``spec_key`` completed from a sample graph.
+    """TaskInfo of a benchmark's task spec completed from a sample graph.
 
     Args:
         name: the configured dataset name (kept in ``TaskInfo.name``).
-        spec_key: key of :data:`SPECS`.
+        spec: the fields the benchmark fixes (a dataset declaration's
+            ``spec``, :mod:`graphgps_ext.loader.datasets`); not modified.
         sample: one graph of the training split.
         num_outputs: from the data, where the table leaves it open.
         node_num_types: categorical node vocabulary from the data (e.g.
             COLLAB degrees), where the table leaves it open.
         extra: dataset-specific extras.
     """
-    spec = copy.deepcopy(SPECS[spec_key])
+    spec = copy.deepcopy(dict(spec))
     outputs = spec.pop('num_outputs')
     outputs = outputs if outputs is not None else num_outputs
     if outputs is None:

@@ -28,6 +28,7 @@ import torch
 from torch import Tensor, nn
 from torch_geometric.data import Batch
 
+from graphgps_ext import branches
 from graphgps_ext.bench import common
 from graphgps_ext.bench.data import FAMILIES, GraphFamily, make_graphs
 
@@ -47,6 +48,13 @@ class LayerType:
     layer_type: str
     overrides: Tuple = ()
     complexity: str = 'linear'
+
+    @property
+    def pair_features(self) -> bool:
+        """Whether a branch reads dense pair features (the branch catalogue's
+        ``pair_features``): its batches carry ``ctx.pair``."""
+        return branches.parse_layer_type(self.layer_type).has(
+            *branches.names(pair_features=True))
 
 
 LAYER_TYPES: Dict[str, LayerType] = {lt.name: lt for lt in [
@@ -225,7 +233,7 @@ def run(device: torch.device, families: Sequence[str] = tuple(FAMILIES),
             net = (nn.ModuleList([torch.compile(layer, dynamic=True)
                                   for layer in layers])
                    if use_compile else layers)
-            with_pair = 'CSA' in lt.layer_type
+            with_pair = lt.pair_features
             if with_pair not in batches:
                 batches[with_pair] = make_layer_batches(
                     family, distinct_batches, dim, seed, with_pair, device)

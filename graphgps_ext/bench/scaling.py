@@ -84,7 +84,7 @@ def run(device: torch.device, sizes: Sequence[int] = SIZES,
             bs = batch_nodes // n
             family = scaling_family(n, bs)
             items = make_layer_batches(family, distinct_batches, dim, seed,
-                                       'CSA' in lt.layer_type, device, bs)
+                                       lt.pair_features, device, bs)
             m = measure_steps(lambda it: layer_step(layers, it), items, device,
                               warmup=1, steps=batches * repeats,
                               budget_s=float('inf'), graphs_per_item=bs,

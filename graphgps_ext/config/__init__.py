@@ -39,6 +39,8 @@ from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Unio
 import yaml
 from yacs.config import CfgNode
 
+from graphgps_ext.branches import layer_type_of
+
 _CHOICES: Dict[str, List] = {}
 # Keys that never change a run's results (paths, logging, threads, speed
 # switches): outside the run fingerprint (:mod:`graphgps_ext.identity`).
@@ -164,8 +166,10 @@ def unused(*keys: str, instead: str = ''):
 
 
 def has_branch(cfg: CfgNode, *names: str) -> bool:
-    """Whether ``gt.layer_type`` has one of the branches ``names``."""
-    return bool(set(str(cfg.gt.layer_type).split('+')) & set(names))
+    """Whether ``gt.layer_type`` has one of the branches ``names`` (never
+    for a value that is not three parts: the ``gt`` group reports it)."""
+    layer_type = layer_type_of(cfg)
+    return layer_type is not None and layer_type.has(*names)
 
 
 def key_matches(key: str, patterns: Iterable[str]) -> bool:

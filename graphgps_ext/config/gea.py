@@ -53,16 +53,6 @@ def _gea(cfg) -> bool:
 
 
 @rule
-def _heads_divide_width(cfg):
-    d, heads = cfg.gt.dim_hidden, cfg.gea.n_heads
-    if _gea(cfg) and d % heads:
-        return (f'gea.n_heads {heads} does not divide gt.dim_hidden {d}: GEANet '
-                'splits the width into gea.n_heads heads; use gea.n_heads in '
-                f'{[k for k in range(1, d + 1) if d % k == 0]}')
-    return None
-
-
-@rule
 def _some_unit(cfg):
     if _gea(cfg) and not (cfg.gea.node_unit or cfg.gea.edge_unit):
         return ('gea.node_unit and gea.edge_unit are both False: GEANet would '

@@ -1,16 +1,21 @@
 """Config group ``gt``: the stack of hybrid layers (:mod:`graphgps_ext.layer.hybrid`).
 
 ``gt.layer_type`` is ``"<local>+<global>+<external>"``; each part is a branch
-name registered in :data:`graphgps_ext.layer.BRANCHES` or ``None``.  Branch-
-specific options live in their own groups (``gea``, ``csa``, ``mna``,
-``gtlayer``, ``mpnn``).
+name of the branch catalogue (:data:`graphgps_ext.branches.CATALOGUE`) or
+``None``, parsed by :func:`graphgps_ext.branches.parse_layer_type`.  Branch-
+specific options live in the config group each branch declares there
+(``gea``, ``csa``, ``mna``, ``gtlayer``, ``mpnn``).
 """
+from graphgps_ext import branches
 from graphgps_ext.config import (choices, has_branch, ignored, positive,
                                  probability, rule, unused, volatile)
 
-# Branches that split gt.dim_hidden into gt.n_heads heads and drop attention
-# weights with gt.attn_dropout (MNA only with mna.head_dim 0).
-ATTENTION_BRANCHES = ('Transformer', 'GT', 'CSA', 'MNA')
+
+def attention_branches():
+    """The branches that split gt.dim_hidden into gt.n_heads heads and drop
+    attention weights with gt.attn_dropout (MNA only with mna.head_dim 0):
+    those the catalogue declares ``attention``."""
+    return branches.names(attention=True)
 
 
 def gt_cfg(cfg):
@@ -55,35 +60,27 @@ positive('gt.layers', 'gt.dim_hidden', 'gt.n_heads', 'gt.ffn_mult')
 probability('gt.dropout', 'gt.attn_dropout')
 
 
-def divisors(n: int):
-    return [k for k in range(1, n + 1) if n % k == 0]
-
-
 @rule
 def _one_branch(cfg):
-    parts = str(cfg.gt.layer_type).split('+')
-    if len(parts) == 3 and all(p in ('None', 'none', '') for p in parts):
+    try:
+        layer_type = branches.parse_layer_type(cfg.gt.layer_type)
+    except ValueError as err:
+        return str(err)
+    if not layer_type.present:
         return (f"gt.layer_type '{cfg.gt.layer_type}' has no branch: name at "
                 "least one, e.g. 'GINE+Transformer+None'")
     return None
 
 
-@rule
-def _heads_divide_width(cfg):
-    d, heads = cfg.gt.dim_hidden, cfg.gt.n_heads
-    split = [b for b in ATTENTION_BRANCHES if has_branch(cfg, b)
-             and not (b == 'MNA' and cfg.mna.head_dim > 0)]
-    if split and d % heads:
-        return (f'gt.n_heads {heads} does not divide gt.dim_hidden {d}: the '
-                f"{'/'.join(split)} branch splits the width into gt.n_heads "
-                f'heads; use gt.n_heads in {divisors(d)} or change gt.dim_hidden')
-    return None
+# gt.n_heads must divide gt.dim_hidden for the branches that split the width:
+# checked once, by their constructors, and reported under the key by the
+# run's branch check (graphgps_ext.run_config).
 
 
 ignored('gt.n_heads', 'gt.attn_dropout',
-        unless=lambda cfg: has_branch(cfg, *ATTENTION_BRANCHES),
+        unless=lambda cfg: has_branch(cfg, *attention_branches()),
         why=lambda cfg: f"gt.layer_type '{cfg.gt.layer_type}' has no attention "
-                        f"branch ({', '.join(ATTENTION_BRANCHES)})"
+                        f"branch ({', '.join(attention_branches())})"
                         + ('; GEANet has its own gea.n_heads'
                            if has_branch(cfg, 'GEANet') else ''),
         in_file='warn')

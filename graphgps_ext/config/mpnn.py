@@ -1,9 +1,8 @@
 """Config group ``mpnn``: options of the local message-passing branches
 (:mod:`graphgps_ext.layer.gcn`, ``gin``, ``gine``, ``gatedgcn``).
 """
+from graphgps_ext import branches
 from graphgps_ext.config import choices, has_branch, ignored
-
-MPNN_BRANCHES = ('GCN', 'GIN', 'GINE', 'GatedGCN')
 
 
 def mpnn_cfg(cfg):
@@ -36,14 +35,18 @@ choices('mpnn.node_norm', ['batch', 'layer', 'none'])
 choices('mpnn.edge_norm', ['batch', 'layer', 'none'])
 
 
-def _only(*branches):
-    return dict(unless=lambda cfg: has_branch(cfg, *branches),
+def _only(*names):
+    """Keys read only by the branches ``names`` (all branches of this group
+    when none is named)."""
+    def which():
+        return names or branches.names(group='mpnn')
+    return dict(unless=lambda cfg: has_branch(cfg, *which()),
                 why=lambda cfg: f"gt.layer_type '{cfg.gt.layer_type}' has no "
-                                f"{' / '.join(branches)} branch",
+                                f"{' / '.join(which())} branch",
                 in_file='warn')
 
 
-ignored('mpnn.*', **_only(*MPNN_BRANCHES))
+ignored('mpnn.*', **_only())
 ignored('mpnn.out_act', **_only('GCN', 'GIN', 'GINE'))
 ignored('mpnn.gin_train_eps', **_only('GIN', 'GINE'))
 ignored('mpnn.equivstable_pe', **_only('GINE', 'GatedGCN'))

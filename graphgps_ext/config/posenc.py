@@ -20,6 +20,8 @@ even if its ``enable`` flag is off.
 import re
 from typing import Dict, List, Optional, Tuple
 
+from graphgps_ext import branches
+from graphgps_ext.branches import layer_type_of
 from graphgps_ext.config import (bounded, choices, ignored, non_negative, positive,
                                  rule, volatile)
 
@@ -242,9 +244,12 @@ def node_encoder_parts(cfg, default_type: Optional[str] = None
 
 
 def pair_encoder_needed(cfg) -> bool:
-    """A CSA branch in ``gt.layer_type`` or ``pairenc.enable``."""
-    parts = str(cfg.gt.layer_type).split('+') if 'gt' in cfg else []
-    return bool(cfg.pairenc.enable) or 'CSA' in parts
+    """``pairenc.enable``, or a branch of ``gt.layer_type`` that the branch
+    catalogue declares to read pair features (CSA)."""
+    layer_type = layer_type_of(cfg)
+    return bool(cfg.pairenc.enable) or (
+        layer_type is not None
+        and layer_type.has(*branches.names(pair_features=True)))
 
 
 def parse_times(times: List[int], times_func: str = '') -> List[int]:

@@ -34,7 +34,9 @@ from typing import Optional
 
 from torch import nn
 import torch_geometric.graphgym.register as register
+from torch_geometric.nn.inits import reset
 
+from graphgps_ext.branches import layer_type_of
 from graphgps_ext.config import closest
 from graphgps_ext.config.posenc import node_encoder_parts, pair_encoder_needed
 from graphgps_ext.encoder.ast import ASTNode
@@ -127,8 +129,9 @@ def _needs_edge_stream(cfg) -> bool:
     """Whether a branch of ``gt.layer_type`` reads the sparse edge stream: a
     branch class says so with a class method ``uses_edges(cfg) -> bool``
     (absent: it does not)."""
-    for part in str(cfg.gt.layer_type).split('+'):
-        cls = register.layer_dict.get(part)
+    layer_type = layer_type_of(cfg)
+    for name in layer_type.present if layer_type is not None else ():
+        cls = register.layer_dict.get(name)
         uses = getattr(cls, 'uses_edges', None)
         if uses is not None and uses(cfg):
             return True
@@ -165,6 +168,10 @@ class _EdgeWithNorm(nn.Module):
     def __init__(self, enc: nn.Module, dim: int):
         super().__init__()
         self.enc, self.norm = enc, nn.BatchNorm1d(dim)
+
+    def reset_parameters(self):
+        reset(self.enc)
+        self.norm.reset_parameters()
 
     def forward(self, batch):
         return self.norm(self.enc(batch))

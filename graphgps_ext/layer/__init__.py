@@ -1,8 +1,10 @@
 """Branches of the hybrid layer, by the name used in ``gt.layer_type``.
 
-Every entry is registered in GraphGym's ``layer_dict`` by
-:func:`graphgps_ext.register.register_all`.
+The branches are those of the branch catalogue
+(:data:`graphgps_ext.branches.CATALOGUE`); every entry is registered in
+GraphGym's ``layer_dict`` by :func:`graphgps_ext.register.register_all`.
 """
+from graphgps_ext.branches import catalogue
 from graphgps_ext.layer.context import DenseLayout, GraphContext
 from graphgps_ext.layer.hybrid import HybridLayer
 from graphgps_ext.layer.csa import CSA
@@ -15,17 +17,17 @@ from graphgps_ext.layer.gin import GIN
 from graphgps_ext.layer.gine import GINE
 from graphgps_ext.layer.transformer import Transformer
 
-# name -> branch class (each has ``from_cfg(cfg, dim)``); filled explicitly.
-BRANCHES = {
-    'GCN': GCN,
-    'GIN': GIN,
-    'GINE': GINE,
-    'GatedGCN': GatedGCN,
-    'Transformer': Transformer,
-    'GEANet': GEANet,
-    'CSA': CSA,
-    'MNA': MNA,
-    'GT': GT,
-}
 
-__all__ = ['BRANCHES', 'DenseLayout', 'GraphContext', 'HybridLayer']
+
+def branch_classes():
+    """``{name: branch class}`` of the branch catalogue (each class has
+    ``from_cfg(cfg, dim)``), read at call time."""
+    return {name: b.load() for name, b in catalogue().items()}
+
+
+#: name -> branch class, as the catalogue declares them.
+BRANCHES = branch_classes()
+
+__all__ = ['BRANCHES', 'CSA', 'DenseLayout', 'GCN', 'GEANet', 'GIN', 'GINE',
+           'GT', 'GatedGCN', 'GraphContext', 'HybridLayer', 'MNA',
+           'Transformer', 'branch_classes']

@@ -5,6 +5,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from graphgps_ext.branches import HeadsError
 from graphgps_ext.layer.fused_attention import (AttentionBlock, AttentionBlocks,
                                           attention_blocks)
 from graphgps_ext.layer.context import DenseLayout, GraphContext
@@ -119,8 +120,8 @@ class CSA(nn.Module):
                  chunk_elems: int = 0):
         super().__init__()
         if dim % heads != 0:
-            raise ValueError(f'CSA: dim {dim} is not divisible by the number of '
-                             f'heads {heads} (gt.dim_hidden / gt.n_heads)')
+            raise HeadsError(f'CSA: dim {dim} is not divisible by the number of '
+                             f'heads {heads} (gt.dim_hidden / gt.n_heads)', dim, heads)
         if attn_dropout_mode not in DROPOUT_MODES:
             raise ValueError(f"CSA: unknown attn_dropout_mode '{attn_dropout_mode}'"
                              f" (csa.attn_dropout_mode): use one of {DROPOUT_MODES}")

@@ -21,6 +21,12 @@ class GCN(nn.Module):
     computed once per batch and shared by all layers (``ctx.cached``).
     Edge features are ignored; the edge stream is left unchanged.
 
+    Args:
+        dim: hidden width ``d`` (input and output).
+        act: activation after the convolution (PyG activation resolver name),
+            applied only when ``out_act``.
+        out_act: apply ``act`` to the output (``mpnn.out_act``).
+
     Shapes: ``x [N, d]`` -> ``(x_out [N, d], None)``.
     """
 

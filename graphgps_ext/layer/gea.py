@@ -6,6 +6,7 @@ from torch import Tensor, nn
 from torch_geometric.nn.inits import reset
 from torch_geometric.utils import scatter
 
+from graphgps_ext.branches import HeadsError
 from graphgps_ext.layer.context import GraphContext
 from graphgps_ext.layer.hybrid import make_norm
 
@@ -117,8 +118,8 @@ class GEANet(nn.Module):
                  strided_edge_heads: bool = False, edge_skip: bool = True):
         super().__init__()
         if dim % n_heads:
-            raise ValueError(f'GEANet: hidden width {dim} is not divisible by '
-                             f'gea.n_heads={n_heads}; change one of them')
+            raise HeadsError(f'GEANet: hidden width {dim} is not divisible by '
+                             f'gea.n_heads={n_heads}; change one of them', dim, n_heads)
         if num_slots < 1:
             raise ValueError(f'GEANet: gea.num_slots must be >= 1, got {num_slots}')
         if not (node_unit or edge_unit):

@@ -44,6 +44,15 @@ class GIN(nn.Module):
     after every layer). Edge features are ignored; the edge stream is left
     unchanged.
 
+    Args:
+        dim: hidden width ``d`` (input, MLP hidden and output).
+        act: activation inside the MLP and, when ``out_act``, after it (PyG
+            activation resolver name).
+        train_eps: learn :math:`\epsilon` (``mpnn.gin_train_eps``).
+        out_act: apply ``act`` to the output (``mpnn.out_act``).
+        mlp: ``'gin'`` or ``'graphgps'``, the MLP of :func:`gin_mlp`
+            (``mpnn.gin_mlp``).
+
     Shapes: ``x [N, d]`` -> ``(x_out [N, d], None)``.
     """
 

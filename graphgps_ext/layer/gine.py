@@ -25,6 +25,15 @@ class GINE(nn.Module):
     :math:`\epsilon`); followed by ``act`` when ``out_act`` (GEAET's
     ``local_out_act``). The edge stream is read, not updated.
 
+    Args:
+        dim: hidden width ``d`` of nodes, edges and the MLP.
+        act: activation inside the MLP and, when ``out_act``, after it (PyG
+            activation resolver name).
+        train_eps: learn :math:`\epsilon` (``mpnn.gin_train_eps``).
+        equivstable_pe: gate the messages with :math:`r_{ji}` from the
+            EquivStableLapPE positions in ``ctx`` (``mpnn.equivstable_pe``).
+        out_act: apply ``act`` to the output (``mpnn.out_act``).
+
     Shapes: ``x [N, d]``, ``edge_attr [E, d]`` -> ``(x_out [N, d], None)``.
     """
 

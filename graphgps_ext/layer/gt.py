@@ -9,6 +9,7 @@ from torch import Tensor, nn
 from torch_geometric.nn.inits import reset
 from torch_geometric.utils import scatter, softmax
 
+from graphgps_ext.branches import HeadsError
 from graphgps_ext.layer.dropout import Dropout, dropout
 from graphgps_ext.layer.context import GraphContext
 from graphgps_ext.layer.hybrid import make_norm
@@ -84,8 +85,8 @@ class GT(nn.Module):
                  clamp_exp: bool = False, no_eps: bool = False):
         super().__init__()
         if dim % heads != 0:
-            raise ValueError(f'GT: dim {dim} is not divisible by the number of '
-                             f'heads {heads} (gt.dim_hidden / gt.n_heads)')
+            raise HeadsError(f'GT: dim {dim} is not divisible by the number of '
+                             f'heads {heads} (gt.dim_hidden / gt.n_heads)', dim, heads)
         if full_graph and edge_features:
             raise ValueError(
                 'GT: the full-graph attention has no edge features for '

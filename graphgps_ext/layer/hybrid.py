@@ -52,6 +52,7 @@ Shapes: ``x`` is ``[N, d]`` for ``N`` nodes in the batch, ``edge_attr`` is
 from typing import Optional
 
 from torch import Tensor, nn
+from torch_geometric.nn.inits import reset
 from torch_geometric.nn.resolver import activation_resolver
 
 from graphgps_ext.layer.context import GraphContext
@@ -130,6 +131,17 @@ class HybridLayer(nn.Module):
         self.ffn = FeedForward(dim, ffn_mult, act, dropout) if ffn else None
         keep = ffn or (norm_without_ffn and not pre_norm)
         self.ffn_norm = make_norm(norm, dim) if keep else None
+
+    def reset_parameters(self):
+        """Re-initialise the branches, their norms and the FFN block."""
+        for branch in self.branches.values():
+            reset(branch)
+        for norm in self.norms.values():
+            reset(norm)
+        if self.ffn is not None:
+            self.ffn.reset_parameters()
+        if self.ffn_norm is not None:
+            reset(self.ffn_norm)
 
     def forward(self, x: Tensor, edge_attr: Optional[Tensor],
                 ctx: GraphContext):

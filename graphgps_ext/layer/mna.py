@@ -7,6 +7,7 @@ from torch import Tensor, nn
 from torch_geometric.nn.resolver import activation_resolver
 from torch_geometric.utils import add_remaining_self_loops, scatter
 
+from graphgps_ext.branches import HeadsError
 from graphgps_ext.layer.fused_attention import node_attention
 from graphgps_ext.layer.context import GraphContext
 
@@ -107,9 +108,9 @@ class MNA(nn.Module):
                              f' use one of {ADJ_NORMS}')
         if not head_dim:
             if dim % heads != 0:
-                raise ValueError(
+                raise HeadsError(
                     f'MNA: dim {dim} is not divisible by heads {heads}; set '
-                    'mna.head_dim to the width of one head')
+                    'mna.head_dim to the width of one head', dim, heads)
             head_dim = dim // heads
         self.dim, self.heads, self.head_dim = dim, heads, head_dim
         self.hops, self.kernels = hops, hops + 1

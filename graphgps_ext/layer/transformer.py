@@ -6,6 +6,7 @@ from torch import Tensor, nn
 
 from graphgps_ext.layer.fused_attention import node_attention
 from graphgps_ext.layer.reference_attention import key_mask
+from graphgps_ext.branches import HeadsError
 from graphgps_ext.layer.context import GraphContext
 from graphgps_ext.layer.dropout import dropout
 
@@ -49,8 +50,8 @@ class Transformer(nn.Module):
                  fused: bool = True):
         super().__init__()
         if dim % n_heads:
-            raise ValueError(f'Transformer: hidden width {dim} is not divisible '
-                             f'by gt.n_heads={n_heads}; change one of them')
+            raise HeadsError(f'Transformer: hidden width {dim} is not divisible '
+                             f'by gt.n_heads={n_heads}; change one of them', dim, n_heads)
         self.dim, self.n_heads, self.head_dim = dim, n_heads, dim // n_heads
         self.attn_dropout = attn_dropout
         self.fused = fused

@@ -11,7 +11,8 @@ from torch import Tensor
 from torch_geometric.data import Dataset
 
 from graphgps_ext.loader import splits as split_utils
-from graphgps_ext.loader.sources import FORMATS, Source, check_dataset
+from graphgps_ext.loader import datasets
+from graphgps_ext.loader.sources import Source, check_dataset
 from graphgps_ext.task import TaskInfo, apply_overrides, build_task
 from graphgps_ext.transform import precompute
 
@@ -82,14 +83,14 @@ def load_dataset(cfg) -> DatasetBundle:
     start = time.perf_counter()
     fmt = cfg.dataset.format
     check_dataset(cfg)
-    src = FORMATS[fmt](cfg)
+    src = datasets.reader(fmt)(cfg)
     _limit(src, int(cfg.dataset.max_graphs))
 
     if 'all' in src.parts:
         train0 = src.parts['all'][int(src.indices['train'][0])]
     else:
         train0 = src.parts['train'][0]
-    task = build_task(src.name or cfg.dataset.name, src.spec_key, train0,
+    task = build_task(src.name or cfg.dataset.name, datasets.spec(src.spec_key), train0,
                       num_outputs=src.num_outputs,
                       node_num_types=src.node_num_types, extra=src.extra)
     apply_overrides(task, cfg)

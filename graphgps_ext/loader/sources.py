@@ -1,5 +1,8 @@
-"""Datasets selected by ``dataset.format`` / ``dataset.name`` (GraphGPS
-conventions), read through PyG / OGB classes wherever they exist.
+"""The readers of the datasets selected by ``dataset.format`` /
+``dataset.name`` (GraphGPS conventions), read through PyG / OGB classes
+wherever they exist. Which reader, names and task spec belong together is
+declared once per dataset family in :mod:`graphgps_ext.loader.datasets`;
+the name checks and the task spec known without data derive from there.
 
 ==========================  ====================================  ===========================================
 ``dataset.format``          ``dataset.name``                      files under ``dataset.dir``
@@ -28,13 +31,13 @@ from torch import Tensor
 from torch_geometric.data import Dataset
 
 from graphgps_ext.config import did_you_mean
+from graphgps_ext.loader import datasets
 from graphgps_ext.loader import splits as split_utils
 from graphgps_ext.loader import storage
 from graphgps_ext.loader.errors import DataError, DatasetNotFoundError
 from graphgps_ext.loader.integrity import ProcessedCache, RawFiles
 from graphgps_ext.loader.offline import (allow_pyg_globals, no_prompt,
                                          torch_load_trusted)
-from graphgps_ext.task import SPECS
 
 # GraphGPS: PCQM4Mv2 holds out 150k random training molecules (rng 42) as
 # validation and tests on the official 'valid' split; the subset keeps 10 %
@@ -46,8 +49,6 @@ ZINC_FULL_TRAIN = 220_011
 # source list beside raw/ or by the SHA-1 of its train.pickle.
 ZINC_STAND_IN_MARKER = 'train_standin_sources.csv.gz'
 ZINC_STAND_IN_SHA1 = {'5aac378dfdaf508982c904e379770128e86f8e56'}
-PEPTIDES_SPEC = {'peptides-functional': 'peptides-func',
-                 'peptides-structural': 'peptides-struct'}
 
 
 @dataclass
@@ -199,8 +200,9 @@ def tu(cfg) -> Source:
         extra['node_feature'] = 'degree'
     y = ds._data.y
     indices = split_utils.stratified_split(y, cfg.dataset.split, cfg.seed)
-    if name in SPECS:
-        key = name
+    known = datasets.find('PyG-TUDataset', name, any_name=False)
+    if known is not None:
+        key = known.key
     else:
         key = 'TU-degree' if node_types is not None else 'TU'
     return Source({'all': ds}, indices, osp.join(root, name), key,
@@ -237,14 +239,10 @@ def _ogb_release(folder: str, version, urls, dataset: str):
 
 
 def ogb_graph(cfg) -> Source:
-    import pandas as pd
-    import ogb
     from ogb.graphproppred import PygGraphPropPredDataset
+    from graphgps_ext.loader.datasets.ogb import ogb_master
     name = cfg.dataset.name
-    master = pd.read_csv(osp.join(osp.dirname(ogb.__file__), 'graphproppred',
-                                  'master.csv'), index_col=0,
-                         keep_default_na=False)
-    meta = master[name]
+    meta = ogb_master()[name]
     base = _dir(cfg)
     folder = osp.join(base, '_'.join(name.split('-')))
     if osp.exists(folder + '_pyg'):
@@ -283,8 +281,9 @@ def ogb_graph(cfg) -> Source:
                'test': split['test']}
     if name == 'ogbg-code2':
         return _code2(cfg, ds, indices)
-    if name == 'ogbg-molpcba':
-        key = name
+    known = datasets.find('OGB', name, any_name=False)
+    if known is not None:  # ogbg-molpcba
+        key = known.key
     elif 'classification' in meta['task type']:
         key = 'ogbg-mol-classification'
     else:
@@ -385,7 +384,7 @@ def ogb_format(cfg) -> Source:
         files.require(cfg)
         ds = ProcessedCache(files, osp.join(_dir(cfg), name, 'processed')).load(
             lambda: PeptidesDataset(_dir(cfg), name, cfg.dataset.max_graphs))
-        key = PEPTIDES_SPEC[name]
+        key = datasets.find('OGB', name).key
         return Source({'all': ds}, ds.split_idx, ds.root, key, limited=True,
                       extra={'full_split_sizes': ds.full_split_sizes},
                       source_indices=ds.split_rows)
@@ -396,6 +395,7 @@ def ogb_format(cfg) -> Source:
 
 # --------------------------------------------------------------- generated --
 def synthetic(cfg) -> Source:
+    from graphgps_ext.loader.datasets.synthetic import tree_facts
     from graphgps_ext.loader.generators import sbm
     from graphgps_ext.loader.generators.tree_neighbours import (
         TreeNeighbourMatch, cache_root)
@@ -407,60 +407,35 @@ def synthetic(cfg) -> Source:
                          how=f'Delete {osp.join(root, "processed")} and run again.')
         ds = ProcessedCache(files, osp.join(root, 'processed')).load(
             lambda: TreeNeighbourMatch(root, r, ds_cfg.tree_variant, seed, max_graphs))
-        extra = dict(node_type_dims=[2 ** r + 1, 2 ** r + 1], tree_depth=r,
+        facts = tree_facts(r)
+        extra = dict(node_type_dims=facts['node_type_dims'], tree_depth=r,
                      tree_variant=ds_cfg.tree_variant)
         return Source({'all': ds}, ds.split_idx, ds.processed_dir,
-                      'TreeNeighbourMatch', num_outputs=2 ** r, extra=extra,
-                      limited=True)
+                      'TreeNeighbourMatch', num_outputs=facts['num_outputs'],
+                      extra=extra, limited=True)
     root = sbm.cache_root(_dir(cfg), name, seed, max_graphs)  # PATTERN, CLUSTER
     sbm.write_raw(root, name, seed, max_graphs)
     return gnn_benchmark(cfg, root=root, stand_in=True)
 
 
-FORMATS: Dict[str, Callable[[Any], Source]] = {
-    'PyG-ZINC': zinc,
-    'PyG-GNNBenchmarkDataset': gnn_benchmark,
-    'PyG-TUDataset': tu,
-    'PyG-LRGBDataset': lrgb,
-    'OGB': ogb_format,
-    'synthetic': synthetic,
-}
-
-
 def dataset_names(fmt: str) -> Optional[List[str]]:
     """The ``dataset.name`` values of ``dataset.format`` ``fmt`` (``None``:
-    any name, e.g. the TU collection)."""
-    if fmt == 'PyG-ZINC':
-        return ['subset', 'full']
-    if fmt == 'PyG-GNNBenchmarkDataset':
-        return ['MNIST', 'CIFAR10', 'PATTERN', 'CLUSTER']
-    if fmt == 'PyG-LRGBDataset':
-        return ['Peptides-func', 'Peptides-struct', 'PascalVOC-SP', 'COCO-SP',
-                'PCQM-Contact']
-    if fmt == 'OGB':
-        import pandas as pd
-        import ogb
-        from graphgps_ext.loader.peptides import VARIANTS
-        master = pd.read_csv(osp.join(osp.dirname(ogb.__file__), 'graphproppred',
-                                      'master.csv'), index_col=0,
-                             keep_default_na=False)
-        return list(VARIANTS) + list(master.keys()) + ['PCQM4Mv2-full',
-                                                       'PCQM4Mv2-subset']
-    if fmt == 'synthetic':
-        from graphgps_ext.loader.generators import sbm
-        return ['TreeNeighbourMatch'] + list(sbm.SPECS)
-    return None
+    any name, e.g. the TU collection, or an unknown format)."""
+    if fmt not in datasets.formats():
+        return None
+    return datasets.names(fmt)
 
 
 def check_dataset(cfg):
     """Raise ``ValueError`` (naming the valid values) for a ``dataset.format``
     or ``dataset.name`` that no reader knows; reads no data."""
     fmt, name = cfg.dataset.format, str(cfg.dataset.name)
-    if fmt not in FORMATS:
-        raise ValueError(f"unknown dataset.format '{fmt}'" + (did_you_mean(fmt, list(FORMATS)) or '.')
-                         + f" Valid: {', '.join(FORMATS)}")
+    formats = datasets.formats()
+    if fmt not in formats:
+        raise ValueError(f"unknown dataset.format '{fmt}'" + (did_you_mean(fmt, list(formats)) or '.')
+                         + f" Valid: {', '.join(formats)}")
     names = dataset_names(fmt)
-    ok = (name.lower() in [n.lower() for n in names] if fmt == 'PyG-LRGBDataset'
+    ok = (name.lower() in [n.lower() for n in names] if formats[fmt].ignore_case
           else names is None or name in names)
     if not ok:
         shown = names if len(names) <= 12 else names[:12] + ['...']
@@ -473,15 +448,8 @@ def check_dataset(cfg):
 
 
 def spec_of(cfg) -> Optional[Dict[str, Any]]:
-    """The task metadata (:data:`~graphgps_ext.task.SPECS` entry) of
-    the configured dataset where it is known without reading data, else
-    ``None`` (e.g. an ``ogbg-*`` dataset other than molpcba and code2)."""
-    fmt, name = cfg.dataset.format, str(cfg.dataset.name)
-    key = {'PyG-ZINC': 'ZINC', 'PyG-GNNBenchmarkDataset': name,
-           'PyG-TUDataset': name if name in SPECS else 'TU',
-           'PyG-LRGBDataset': name.lower(), 'synthetic': name}.get(fmt)
-    if fmt == 'OGB':
-        key = PEPTIDES_SPEC.get(name, name)
-        if name.startswith('PCQM4Mv2-'):
-            key = 'PCQM4Mv2'
-    return SPECS.get(key)
+    """The task spec (a dataset declaration's ``spec``) of the configured
+    dataset where it is known without reading data, else ``None`` (e.g. an
+    ``ogbg-*`` dataset other than molpcba and code2)."""
+    ds = datasets.find(cfg.dataset.format, str(cfg.dataset.name))
+    return datasets.spec(ds.key) if ds is not None else None

@@ -20,7 +20,9 @@ from typing import Optional
 
 from torch import nn
 import torch_geometric.graphgym.register as register
+from torch_geometric.nn.inits import reset
 
+from graphgps_ext.branches import LayerType, parse_layer_type
 from graphgps_ext.config import closest
 from graphgps_ext.head.base import pool_name
 from graphgps_ext.head.virtual_node import VirtualNode
@@ -29,24 +31,20 @@ from graphgps_ext.layer.hybrid import HybridLayer
 from graphgps_ext.task import TaskInfo
 
 
-def parse_layer_type(layer_type: str):
-    """``'GatedGCN+Transformer+GEANet'`` -> ``('GatedGCN', 'Transformer', 'GEANet')``
-    with ``None`` for absent branches. Raises ``ValueError`` naming valid branches."""
-    parts = layer_type.split('+')
-    if len(parts) != 3:
-        raise ValueError(
-            f"gt.layer_type '{layer_type}' must have three '+'-separated parts "
-            "<local>+<global>+<external>, e.g. 'GatedGCN+Transformer+GEANet' "
-            "or 'None+CSA+None'")
-    names = [None if p in ('None', 'none', '') else p for p in parts]
-    for kind, name in zip(('local', 'global', 'external'), names):
+def registered_layer_type(layer_type: str) -> LayerType:
+    """``'GatedGCN+Transformer+GEANet'`` parsed
+    (:func:`~graphgps_ext.branches.parse_layer_type`), every branch looked
+    up in GraphGym's ``layer_dict``. Raises ``ValueError`` naming valid
+    branches."""
+    parsed = parse_layer_type(layer_type)
+    for kind, name in parsed.kinds():
         if name is not None and name not in register.layer_dict:
             hint = closest(name, list(register.layer_dict))
             raise ValueError(
                 f"unknown {kind} branch '{name}' in gt.layer_type "
                 f"'{layer_type}'" + (f"; did you mean '{hint[0]}'?" if hint else '')
                 + f" (registered: {', '.join(sorted(register.layer_dict))})")
-    return tuple(names)
+    return parsed
 
 
 def build_branch(name: Optional[str], cfg, dim: int) -> Optional[nn.Module]:
@@ -70,7 +68,7 @@ class GPSModel(nn.Module):
         from graphgps_ext.encoder import (build_edge_encoder, build_node_encoder,
                                           build_pair_encoder)
         dim = cfg.gt.dim_hidden
-        local, glob, ext = parse_layer_type(cfg.gt.layer_type)
+        local, glob, ext = registered_layer_type(cfg.gt.layer_type)
         self.node_encoder = build_node_encoder(cfg, task, dim)
         self.edge_encoder = build_edge_encoder(cfg, task, dim)
         self.pair_encoder = build_pair_encoder(cfg, task, dim)
@@ -104,6 +102,16 @@ class GPSModel(nn.Module):
             raise ValueError(f"unknown head '{head}' (gnn.head); registered: "
                              + ', '.join(sorted(register.head_dict)))
         self.head = register.head_dict[head].from_cfg(cfg, task, dim)
+
+    def reset_parameters(self):
+        """Re-initialise every module: encoders, layers, virtual node, head
+        (branches tied to the first layer's are re-initialised with it)."""
+        for module in (self.node_encoder, self.edge_encoder, self.pair_encoder,
+                       self.virtual_node, self.head):
+            if module is not None:
+                reset(module)
+        for layer in self.layers:
+            layer.reset_parameters()
 
     def encode(self, batch, record: Optional[dict] = None):
         """Run the feature encoders; returns ``(x, edge_attr, ctx)``.

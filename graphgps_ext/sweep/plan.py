@@ -12,10 +12,10 @@ only when asked.
 """
 import glob
 import os
-import re
 from dataclasses import dataclass, field
 from typing import Dict, List, Sequence, Tuple
 
+from graphgps_ext import seeds
 from graphgps_ext.identity import SeedStatus, fingerprint, identity, seed_status
 
 
@@ -23,27 +23,13 @@ class SweepError(ValueError):
     """A mistake on the command line or in an input file (exit code 2)."""
 
 
-_SEEDS = re.compile(r'\d+(-\d+)?(,\d+(-\d+)?)*')
-
-
 def parse_seeds(spec: str) -> List[int]:
-    """``'0-3,8'`` -> ``[0, 1, 2, 3, 8]`` (ranges and lists; order kept,
-    duplicates dropped; spaces ignored): the seed lists of ``main.py
-    --seeds``, the launcher and ``run/tables.tsv``. Raises
-    :class:`SweepError`."""
-    spec = ''.join(str(spec).split())
-    if not _SEEDS.fullmatch(spec):
-        raise SweepError(f"bad --seeds '{spec}': use ranges and lists such as 0-9 "
-                         'or 0,2,5 or 0-3,8')
-    out: List[int] = []
-    for part in spec.split(','):
-        lo, _, hi = part.partition('-')
-        if hi and int(lo) > int(hi):
-            raise SweepError(f"bad seed range '{part}' (start > end)")
-        for seed in range(int(lo), int(hi or lo) + 1):
-            if seed not in out:
-                out.append(seed)
-    return out
+    """:func:`graphgps_ext.seeds.parse_seeds` (``'0-3,8'`` -> ``[0, 1, 2, 3,
+    8]``), raising :class:`SweepError`."""
+    try:
+        return seeds.parse_seeds(spec)
+    except ValueError as err:
+        raise SweepError(str(err)) from None
 
 
 def expand_config(arg: str) -> List[str]:

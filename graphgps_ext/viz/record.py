@@ -41,11 +41,12 @@ import torch
 from torch import Tensor
 from torch_geometric.utils import scatter
 
+from graphgps_ext import branches
 from graphgps_ext.layer.context import GraphContext
 
-#: Branch name -> the record key its per-node score is computed from.
-BRANCH_KEYS = {'GEANet': 'gea/node_col', 'Transformer': 'transformer',
-               'GT': 'gt', 'CSA': 'csa', 'MNA': 'mna/alpha'}
+#: Branch name -> the record key its per-node score is computed from (the
+#: ``record`` trait of the branch catalogue).
+BRANCH_KEYS = {name: b.record for name, b in branches.recording().items()}
 
 
 def record_attention(model: torch.nn.Module, batch) -> Dict[str, List[Tensor]]:
@@ -129,23 +130,24 @@ def node_scores(record: Dict[str, List[Tensor]], branch: str, batch,
 
     Returns ``[N]`` (``[N, c + 1]`` for MNA), on the CPU.
     """
-    if branch not in BRANCH_KEYS:
+    recording = branches.recording()
+    if branch not in recording:
         raise ValueError(f"unknown branch '{branch}': use one of "
-                         f"{', '.join(BRANCH_KEYS)}")
-    key = BRANCH_KEYS[branch]
+                         f"{', '.join(recording)}")
+    key, layout = recording[branch].record, recording[branch].record_layout
     if key not in record:
         raise KeyError(f"no '{key}' attention was recorded: the model has no "
                        f"{branch} branch (recorded: {', '.join(record) or 'none'})")
     maps = _pick_layer(record[key], layer)
     batch = batch.cpu()
-    if branch == 'MNA':
+    if layout == 'kernels':
         return maps
-    if branch == 'GEANet':
+    if layout == 'slots':
         s = maps.mean(dim=(1, 2))
         total = scatter(s, batch.batch, 0, dim_size=batch.num_graphs,
                         reduce='sum')
         return s / total[batch.batch]
-    if branch == 'CSA':  # [B, n, n, H, C] -> [B, H*C, n, n]
+    if layout == 'channels':  # [B, n, n, H, C] -> [B, H*C, n, n]
         B, n = maps.shape[:2]
         maps = maps.reshape(B, n, n, -1).permute(0, 3, 1, 2)
     return received(maps, batch)
@@ -156,15 +158,18 @@ def graph_maps(record: Dict[str, List[Tensor]], branch: str, batch,
     """The dense maps of one graph of the batch, ``[channels, n_g, n_g]``
     (query rows, key columns): the heads of ``Transformer`` / ``GT`` or the
     ``H * C`` channels of ``CSA`` (channel ``h * C + c``)."""
-    if branch not in ('Transformer', 'GT', 'CSA'):
-        raise ValueError(f"'{branch}' has no node-pair maps; use Transformer, "
-                         'GT or CSA')
-    key = BRANCH_KEYS[branch]
+    pairs = {name: b for name, b in branches.recording().items()
+             if b.record_layout in ('dense', 'channels')}
+    if branch not in pairs:
+        names = list(pairs)
+        raise ValueError(f"'{branch}' has no node-pair maps; use "
+                         f"{', '.join(names[:-1])} or {names[-1]}")
+    key = pairs[branch].record
     if key not in record:
         raise KeyError(f"no '{key}' attention was recorded: the model has no "
                        f'{branch} branch')
     maps = _pick_layer(record[key], layer)
-    if branch == 'CSA':
+    if pairs[branch].record_layout == 'channels':
         B, n = maps.shape[:2]
         maps = maps.reshape(B, n, n, -1).permute(0, 3, 1, 2)
     n_g = int((batch.batch.cpu() == graph).sum())
@@ -173,7 +178,7 @@ def graph_maps(record: Dict[str, List[Tensor]], branch: str, batch,
 
 def recorded_branches(record: Dict[str, List[Tensor]]) -> List[str]:
     """The branches (``BRANCH_KEYS`` names) present in ``record``."""
-    return [b for b, k in BRANCH_KEYS.items() if k in record]
+    return [name for name, b in branches.recording().items() if b.record in record]
 
 
 @dataclass

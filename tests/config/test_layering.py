@@ -1,6 +1,9 @@
 """The config package only declares keys and their checks: no module of
 ``graphgps_ext/config/`` imports (at module level or inside a function) from
-the layers above it (registry, model, layers, loaders, training, run)."""
+the layers above it (registry, model, layers, loaders, training, run). It
+reads one module of the package beside it: the branch catalogue
+(:mod:`graphgps_ext.branches`, plain Python). The whole package's layering
+is checked by ``tests/test_architecture.py``."""
 import ast
 import os
 import sys
@@ -11,6 +14,8 @@ CONFIG_DIR = os.path.dirname(graphgps_ext.config.__file__)
 # Third-party packages a key declaration may use; the standard library is
 # allowed too.
 ALLOWED = {'yacs', 'yaml', 'torch'}
+# Modules of the package's ground floor that the config groups read.
+GROUND = {'graphgps_ext.branches'}
 
 
 def _imports(path: str):
@@ -26,14 +31,20 @@ def _imports(path: str):
                 module = '.'.join(base + ([node.module] if node.module else []))
             else:
                 module = node.module
+            if module == 'graphgps_ext':  # from graphgps_ext import branches
+                for alias in node.names:
+                    yield node.lineno, f'graphgps_ext.{alias.name}'
+                continue
             yield node.lineno, module
 
 
 def forbidden(path: str):
     out = []
-    for line, module in _imports(path):
+    for line, module in sorted(_imports(path)):
         top = module.split('.')[0]
         if module == 'graphgps_ext.config' or module.startswith('graphgps_ext.config.'):
+            continue
+        if module in GROUND:
             continue
         if top in ALLOWED or top in sys.stdlib_module_names:
             continue
@@ -53,7 +64,9 @@ def test_the_check_sees_function_level_imports(tmp_path):
     path = tmp_path / 'group.py'
     path.write_text('import os\nfrom graphgps_ext.config import choices\n\n\n'
                     'def f():\n    from graphgps_ext.metrics import METRICS\n'
-                    '    import torch_geometric\n    return METRICS\n')
+                    '    import torch_geometric\n    return METRICS\n'
+                    'from graphgps_ext import branches, layer\n')
     assert forbidden(str(path)) == [
         f'{os.path.relpath(str(path), CONFIG_DIR)}:6 imports graphgps_ext.metrics',
-        f'{os.path.relpath(str(path), CONFIG_DIR)}:7 imports torch_geometric']
+        f'{os.path.relpath(str(path), CONFIG_DIR)}:7 imports torch_geometric',
+        f'{os.path.relpath(str(path), CONFIG_DIR)}:9 imports graphgps_ext.layer']

@@ -7,7 +7,7 @@ from yacs.config import CfgNode as CN
 
 from branch_checks import (batch_dependence, check_gradients,
                            check_permutation_equivariance, context, graphs,
-                           randomise_batchnorms)
+                           randomise_batchnorms, run)
 from graphgps_ext.config.gea import gea_cfg
 from graphgps_ext.config.gt import gt_cfg
 from graphgps_ext.config.mpnn import mpnn_cfg
@@ -159,3 +159,22 @@ def test_pre_norm_without_ffn_has_no_output_norm():
     m = layer(None, 'Transformer', None, pre_norm=True, ffn=False,
               norm_without_ffn=True)
     assert m.ffn_norm is None and m.ffn is None
+
+
+@pytest.mark.parametrize('kw', [dict(), dict(pre_norm=True, norm='layer'),
+                                dict(ffn=False, norm_without_ffn=True)])
+def test_reset_parameters_reaches_every_parameter(kw):
+    torch.manual_seed(0)
+    hybrid = layer('GatedGCN', 'Transformer', 'GEANet', **kw)
+    with torch.no_grad():
+        for p in hybrid.parameters():
+            p.fill_(0.123)
+        for name, buf in hybrid.named_buffers():
+            if name.endswith('running_mean'):
+                buf.fill_(5.0)
+    hybrid.reset_parameters()
+    assert [n for n, p in hybrid.named_parameters() if bool((p == 0.123).all())] == []
+    assert [n for n, b in hybrid.named_buffers()
+            if n.endswith('running_mean') and bool(b.any())] == []
+    out, _, _ = run(hybrid, data())
+    assert bool(torch.isfinite(out).all())

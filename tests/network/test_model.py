@@ -146,3 +146,49 @@ def test_virtual_node_readout_needs_a_graph_task_and_no_edge_stream():
     model = build('GINE+None+None', ['head.pool', 'virtual_node'])
     with pytest.raises(ValueError, match='virtual-node readout'):
         model(Batch.from_data_list([molecule(5, 0)]))
+
+
+def check_reset_parameters(module, fresh):
+    """``module.reset_parameters()`` re-initialises every parameter and norm
+    statistic of ``module`` (each overwritten with a constant first): a
+    parameter that ``fresh`` (an identically built module) has constant
+    (a zero bias, a unit norm weight) gets that constant back, every other
+    one leaves the constant."""
+    with torch.no_grad():
+        for p in module.parameters():
+            p.fill_(0.123)
+        for name, buf in module.named_buffers():
+            if name.endswith(('running_mean', 'running_var')):
+                buf.fill_(5.0)
+    module.reset_parameters()
+    new, ref = dict(module.named_parameters()), dict(fresh.named_parameters())
+    assert new.keys() == ref.keys()
+    for name, p in new.items():
+        if ref[name].numel() > 1 and bool((ref[name] == ref[name].flatten()[0]).all()):
+            assert torch.equal(p, ref[name]), name
+        else:
+            assert not bool((p == 0.123).all()), f'{name} was not reset'
+    for name, buf in module.named_buffers():
+        if name.endswith('running_mean'):
+            assert torch.equal(buf, torch.zeros_like(buf)), name
+        if name.endswith('running_var'):
+            assert torch.equal(buf, torch.ones_like(buf)), name
+
+
+@pytest.mark.parametrize('layer_type,extra', LAYER_TYPES + [
+    ('None+MNA+None', ['gt.pre_norm', 'True', 'gt.norm', 'layer',
+                       'head.pool', 'virtual_node']),
+    ('None+CSA+None', ['csa.share_edge_params', 'True'])])
+def test_reset_parameters(layer_type, extra):
+    model = build(layer_type, extra)
+    check_reset_parameters(model, build(layer_type, extra))
+    graphs = [molecule(n, s) for s, n in enumerate([7, 12, 5])]
+    pred, _ = model(Batch.from_data_list(graphs))
+    assert pred.shape == (3, 1) and bool(torch.isfinite(pred).all())
+    # the same seed gives the same re-initialisation
+    torch.manual_seed(1)
+    model.reset_parameters()
+    first = {k: v.clone() for k, v in model.state_dict().items()}
+    torch.manual_seed(1)
+    model.reset_parameters()
+    assert all(torch.equal(first[k], v) for k, v in model.state_dict().items())

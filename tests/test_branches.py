@@ -1,0 +1,174 @@
+"""The branch catalogue and ``gt.layer_type`` parsing; a toy branch added by
+its file plus one catalogue entry reaches the registry, the config checks,
+the model and the attention pictures."""
+import pytest
+import torch
+import torch_geometric.graphgym.register as gg
+from torch_geometric.data import Batch, Data
+from yacs.config import CfgNode as CN
+
+from graphgps_ext import branches, register
+from graphgps_ext.branches import Branch, LayerType, parse_layer_type
+from graphgps_ext.config import ConfigError, has_branch
+from graphgps_ext.config.gt import attention_branches
+from graphgps_ext.config.posenc import pair_encoder_needed
+from graphgps_ext.task import TaskInfo
+
+
+def test_parse_layer_type():
+    lt = parse_layer_type('GatedGCN+None+GEANet')
+    assert lt == LayerType('GatedGCN', None, 'GEANet')
+    assert lt.present == ('GatedGCN', 'GEANet')
+    assert lt.has('GEANet', 'CSA') and not lt.has('CSA')
+    assert list(lt.kinds()) == [('local', 'GatedGCN'), ('global', None),
+                                ('external', 'GEANet')]
+    assert parse_layer_type('none++None').present == ()
+    for bad in ('GINE+Transformer', 'A+B+C+D', ''):
+        with pytest.raises(ValueError, match='three'):
+            parse_layer_type(bad)
+
+
+def test_the_catalogue_matches_the_package():
+    table = branches.catalogue()
+    assert list(table) == ['GCN', 'GIN', 'GINE', 'GatedGCN', 'GEANet',
+                           'Transformer', 'GT', 'CSA', 'MNA']
+    for name, branch in table.items():
+        cls = branch.load()
+        assert cls.__name__ == name and hasattr(cls, 'from_cfg'), name
+        # a branch's options live in a config group of the package
+        assert branch.group is None or branch.group in register.CONFIG_GROUPS
+    assert attention_branches() == ('Transformer', 'GT', 'CSA', 'MNA')
+    assert branches.names(group='mpnn') == ('GCN', 'GIN', 'GINE', 'GatedGCN')
+    assert branches.names(pair_features=True) == ('CSA', )
+    # every branch is benchmarked on its own
+    from graphgps_ext.bench.layers import LAYER_TYPES
+    alone = {lt.layer_type for lt in LAYER_TYPES.values()}
+    for name in table:
+        assert alone & {f'{name}+None+None', f'None+{name}+None',
+                        f'None+None+{name}'}, name
+
+
+def test_declarations_are_checked(monkeypatch):
+    with pytest.raises(ValueError, match='together'):
+        Branch('X', 'm:X', record='x')
+    with pytest.raises(ValueError, match='record_layout'):
+        Branch('X', 'm:X', record='x', record_layout='sparse')
+    monkeypatch.setattr(branches, 'CATALOGUE',
+                        branches.CATALOGUE + [Branch('GCN', 'm:GCN')])
+    with pytest.raises(ValueError, match="'GCN' is declared twice"):
+        branches.catalogue()
+
+
+def test_has_branch_reads_the_parsed_layer_type(tiny_cfg):
+    tiny_cfg.pairenc = CN({'enable': False})
+    tiny_cfg.gt.layer_type = 'GINE+CSA+None'
+    assert has_branch(tiny_cfg, 'CSA') and not has_branch(tiny_cfg, 'GIN')
+    assert pair_encoder_needed(tiny_cfg)
+    tiny_cfg.gt.layer_type = 'GINE+CSA'  # reported by the gt group's check
+    assert not has_branch(tiny_cfg, 'CSA') and not pair_encoder_needed(tiny_cfg)
+
+
+TOY = '''
+"""A toy global branch: one-head softmax attention inside each graph."""
+import torch
+from torch import nn
+
+from graphgps_ext.branches import HeadsError
+
+
+class Toy(nn.Module):
+    def __init__(self, dim: int, n_heads: int):
+        super().__init__()
+        if dim % n_heads:
+            raise HeadsError(f'Toy: width {dim} is not divisible by {n_heads} heads',
+                             dim, n_heads)
+        self.heads = n_heads
+        self.qk = nn.Linear(dim, 2 * dim)
+
+    @classmethod
+    def from_cfg(cls, cfg, dim):
+        return cls(dim, cfg.gt.n_heads)
+
+    def reset_parameters(self):
+        self.qk.reset_parameters()
+
+    def forward(self, x, edge_attr, ctx):
+        layout = ctx.layout
+        q, k = self.qk(layout.to_dense(x)).chunk(2, dim=-1)
+        score = q @ k.transpose(1, 2) / q.size(-1) ** 0.5
+        score = score.masked_fill(~layout.mask[:, None, :], float('-inf'))
+        attn = score.softmax(dim=-1) * layout.mask[:, :, None]
+        ctx.log('toy', attn.unsqueeze(1).expand(-1, self.heads, -1, -1))
+        return layout.to_sparse(attn @ layout.to_dense(x)), None
+'''
+
+
+TASK = TaskInfo(name='rings', task='graph', task_type='regression', num_outputs=1,
+                loss='l1', metric='mae', metric_direction='min', metrics=['mae'],
+                node_encoder='TypeDictNode', node_dim=1, node_num_types=4,
+                edge_encoder='TypeDictEdge', edge_dim=1, edge_num_types=4,
+                head='graph_mlp')
+
+
+def rings(sizes):
+    """Rings with random atom and bond types (ZINC-style ids)."""
+    g = torch.Generator().manual_seed(0)
+    out = []
+    for n in sizes:
+        src = torch.arange(n)
+        ei = torch.cat([torch.stack([src, (src + 1) % n]),
+                        torch.stack([(src + 1) % n, src])], 1)
+        bond = torch.randint(1, 4, (n, ), generator=g)
+        out.append(Data(x=torch.randint(0, 4, (n, 1), generator=g), edge_index=ei,
+                        edge_attr=torch.cat([bond, bond]), y=torch.randn(1, 1)))
+    return out
+
+
+@pytest.fixture
+def toy_branch(tmp_path, monkeypatch):
+    """Adding a branch: its file and one catalogue entry."""
+    (tmp_path / 'toy_branch.py').write_text(TOY)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setattr(branches, 'CATALOGUE', branches.CATALOGUE + [
+        Branch('Toy', 'toy_branch:Toy', attention=True, record='toy',
+               record_layout='dense', heads_key='gt.n_heads')])
+    # register it as the package does (and unregister it afterwards)
+    monkeypatch.setattr(register, '_done', False)
+    monkeypatch.setitem(gg.layer_dict, 'Toy', None)
+    register.register_all()
+    assert gg.layer_dict['Toy'].__name__ == 'Toy'
+    return 'Toy'
+
+
+def test_a_toy_branch_is_one_file_and_one_entry(toy_branch):
+    from graphgps_ext.network import GPSModel
+    from graphgps_ext.run_config import load_cfg
+    from graphgps_ext.viz import graph_maps, node_scores, record_attention
+
+    # config checks read its traits: its constructor's heads check is
+    # reported under the key it declares
+    with pytest.raises(ConfigError, match=r'gt.n_heads 3 does not divide '
+                                          r'gt.dim_hidden 16: the Toy branch .*'
+                                          r'use gt.n_heads in \[1, 2, 4, 8, 16\]'):
+        load_cfg(None, ['gt.layer_type', 'GINE+Toy+None', 'gt.dim_hidden', '16',
+                        'gt.n_heads', '3'])
+    with pytest.raises(ConfigError, match="did you mean 'Toy'"):
+        load_cfg(None, ['gt.layer_type', 'GINE+Tyo+None'])
+    cfg = load_cfg(None, ['gt.layer_type', 'GINE+Toy+None', 'gt.dim_hidden', '16',
+                          'gt.n_heads', '2', 'gt.layers', '2'])
+    assert not pair_encoder_needed(cfg)
+
+    torch.manual_seed(0)
+    model = GPSModel(cfg, TASK)
+    batch = Batch.from_data_list(rings([5, 7, 4]))
+    pred, _ = model(batch)
+    assert pred.shape == (3, 1)
+    model.reset_parameters()
+
+    # the pictures read what it records
+    record = record_attention(model, batch)
+    assert len(record['toy']) == 2
+    scores = node_scores(record, 'Toy', batch)
+    sums = torch.zeros(3).index_add_(0, batch.batch, scores)
+    torch.testing.assert_close(sums, torch.ones(3))
+    assert graph_maps(record, 'Toy', batch, graph=1).shape == (2, 7, 7)
