@@ -12,6 +12,9 @@ Suites (``--suite``):
   nodes per epoch, with slope fits and a PNG plot;
 - ``encodings`` (:mod:`.encodings`): precompute time of the encodings per
   1,000 graphs;
+- ``steps`` (:mod:`.steps`): operators dispatched and host
+  synchronisations per training step of every ``paper-zinc`` row
+  (``ops_per_step``, ``syncs_per_step`` in the JSON);
 - ``all``: every suite above.
 
 Every run prints Markdown tables and writes one JSON file (``--out``) with
@@ -30,7 +33,7 @@ import resource
 import sys
 from typing import Dict, List, Optional
 
-SUITES = ('paper-zinc', 'layers', 'scaling', 'encodings')
+SUITES = ('paper-zinc', 'layers', 'scaling', 'encodings', 'steps')
 
 
 def parser() -> argparse.ArgumentParser:
@@ -68,6 +71,11 @@ def parser() -> argparse.ArgumentParser:
                    'KEY VALUE ... (e.g. gt.fused_attention False), passes '
                    'alternating in one process; prints both medians and '
                    'the passes each side won')
+    g = p.add_argument_group('steps (also --rows, --opts)')
+    g.add_argument('--count-steps', type=int, default=4,
+                   help='training steps counted per row (after 2 warm-up steps)')
+    g.add_argument('--sync-sites', action='store_true',
+                   help='record the source line of every host synchronisation')
     g = p.add_argument_group('layers and scaling')
     g.add_argument('--layer-types', nargs='*', default=None,
                    help='subset of layer types (default: all)')
@@ -134,6 +142,11 @@ def run_suites(args, log=print) -> Dict[str, object]:
                              repeats=args.repeats, seed=args.seed,
                              use_compile=args.compile, bf16=args.bf16,
                              opts=args.opts, ab=args.ab, log=log)
+        elif suite == 'steps':
+            from graphgps_ext.bench import steps
+            res = steps.run(device, rows=args.rows, steps=args.count_steps,
+                            seed=args.seed, opts=args.opts,
+                            stacks=args.sync_sites, log=log)
         elif suite == 'layers':
             from graphgps_ext.bench import layers
             from graphgps_ext.bench.data import FAMILIES

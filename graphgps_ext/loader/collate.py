@@ -40,6 +40,7 @@ from torch import Tensor
 from torch_geometric.data import Batch, Data, InMemoryDataset
 from torch_geometric.utils import cumsum, is_sparse
 
+from graphgps_ext.layer.context import HOST_NODE_COUNTS
 from graphgps_ext.loader.storage import node_slices
 
 
@@ -160,8 +161,33 @@ class FastCollater:
         batch.batch = torch.arange(B).repeat_interleave(
             nodes, output_size=num_nodes)
         batch.ptr = node_offset
+        setattr(batch, HOST_NODE_COUNTS, nodes)
         batch._num_graphs = B
         batch._slice_dict = slice_dict
         batch._inc_dict = inc_dict
         return batch
 
+
+
+
+def add_host_sizes(batch: Batch) -> Batch:
+    """Give ``batch`` (on the CPU, before the transfer) the host copy of its
+    graphs' node counts (:data:`graphgps_ext.layer.context.HOST_NODE_COUNTS`,
+    from ``ptr``), which the layers read instead of the device's; PyG's
+    collater path. :class:`FastCollater` sets it itself."""
+    ptr = getattr(batch, 'ptr', None)
+    if isinstance(ptr, Tensor) and ptr.device.type == 'cpu':
+        setattr(batch, HOST_NODE_COUNTS, ptr[1:] - ptr[:-1])
+    return batch
+
+
+class HostSizesCollater:
+    """Wrap a collate function so that its batches carry
+    :func:`add_host_sizes` (picklable, for loader workers)."""
+
+    def __init__(self, collate):
+        self.collate = collate
+
+    def __call__(self, items):
+        batch = self.collate(items)
+        return add_host_sizes(batch) if isinstance(batch, Batch) else batch

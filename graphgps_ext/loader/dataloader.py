@@ -7,7 +7,8 @@ import torch
 from torch.utils.data import DistributedSampler, Sampler
 from torch_geometric.loader import DataLoader
 
-from graphgps_ext.loader.collate import FastCollater, fast_collate_supported
+from graphgps_ext.loader.collate import (FastCollater, HostSizesCollater,
+                                         fast_collate_supported)
 
 
 class EpochShuffleSampler(DistributedSampler):
@@ -55,11 +56,15 @@ def graph_loader(dataset, fast: bool = True, **kwargs) -> torch.utils.data.DataL
     iterates over graph positions and a
     :class:`~graphgps_ext.loader.collate.FastCollater` gathers each batch
     from the storage; otherwise it is PyG's
-    :class:`~torch_geometric.loader.DataLoader`. Both give the same batches."""
+    :class:`~torch_geometric.loader.DataLoader`. Both give the same batches,
+    with the host copy of the node counts
+    (:func:`~graphgps_ext.loader.collate.add_host_sizes`)."""
     if fast and fast_collate_supported(dataset) is None:
         return torch.utils.data.DataLoader(
             range(len(dataset)), collate_fn=FastCollater(dataset), **kwargs)
-    return DataLoader(dataset, **kwargs)
+    loader = DataLoader(dataset, **kwargs)
+    loader.collate_fn = HostSizesCollater(loader.collate_fn)
+    return loader
 
 
 def make_loaders(cfg, bundle, rank: int = 0,

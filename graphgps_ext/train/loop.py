@@ -136,34 +136,66 @@ def all_finite(module: nn.Module) -> bool:
 
 
 class _Pass:
-    """What one pass over a split collects: the loss as (sum, count), the
-    metric inputs, the first non-finite loss and the skipped batches."""
+    """What one pass over a split collects, on the device: every batch's
+    loss and its count (the loss as sum and count), the metric inputs, and
+    the skipped batches. Nothing is read back to the host during the pass
+    (a GPU runs ahead of Python); :meth:`finish` reads the losses once, at
+    the end, and finds the first non-finite one."""
 
     def __init__(self):
-        self.total, self.count = 0.0, 0
+        self.losses: List[Tensor] = []
+        self.counts: List[int] = []
         self.preds: List[Tensor] = []
         self.trues: List[Tensor] = []
         self.bad = None  # (batch index, 'NaN' | 'infinite')
         self.skipped = 0
+        self.total, self.count = 0.0, 0
+        self._index: List[int] = []
 
     def non_finite(self, i: int, loss: Tensor) -> bool:
-        """Record a non-finite ``loss`` of batch ``i``; whether it was one."""
+        """Read ``loss`` of batch ``i`` now (a host synchronisation; the
+        data-parallel path, where the processes must agree before the
+        optimiser step) and record it if it is not finite."""
         if bool(torch.isfinite(loss)):
             return False
         if self.bad is None:
             self.bad = (i, 'NaN' if torch.isnan(loss) else 'infinite')
         return True
 
-    def add(self, loss: Tensor, pred, true, batch, metric_inputs):
-        n = _count(pred, true)
-        self.total += float(loss.detach()) * n
-        self.count += n
+    def add(self, i: int, loss: Tensor, pred, true, batch, metric_inputs):
+        """Keep the loss of batch ``i`` and its metric inputs (on the
+        device)."""
+        self._index.append(i)
+        self.losses.append(loss.detach())
+        self.counts.append(_count(pred, true))
         pred, true = pred.detach(), true.detach() if true is not None else None
         if metric_inputs is not None:
             pred, true = metric_inputs(pred, true, batch)
-        self.preds.append(pred.cpu())
-        self.trues.append(true.cpu() if true is not None
-                          else torch.zeros(pred.size(0), dtype=torch.long))
+        self.preds.append(pred)
+        self.trues.append(true if true is not None
+                          else torch.zeros(pred.size(0), dtype=torch.long,
+                                           device=pred.device))
+
+    def finish(self) -> '_Pass':
+        """Read the losses back (once) into ``total`` / ``count``, the sum
+        of loss x count in the order of the batches, and record the first
+        non-finite loss in ``bad`` (only finite losses before it count)."""
+        if not self.losses:
+            return self
+        values = torch.stack([l.float().reshape(()) for l in self.losses]).cpu()
+        for i, value, n in zip(self._index, values.tolist(), self.counts):
+            if not math.isfinite(value):
+                if self.bad is None or i < self.bad[0]:
+                    self.bad = (i, 'NaN' if math.isnan(value) else 'infinite')
+                break
+            self.total += value * n
+            self.count += n
+        self.losses, self._index = [], []
+        return self
+
+    def metric_inputs(self):
+        """The predictions and labels of the pass on the CPU (one copy)."""
+        return concat(self.preds).cpu(), concat(self.trues).cpu()
 
 
 class Trainer:
@@ -393,18 +425,10 @@ class Trainer:
         done = _Pass()
         with torch.enable_grad():
             for i, batch in enumerate(self._batches(split, epoch)):
-                batch = batch.to(self.device)
-                single = self.needs_two_nodes and batch.num_nodes < 2
-                with batchnorm_eval(self.module) if single else nullcontext():
-                    pred, true, loss = self._forward(self.train_net, batch)
-                stop, skip = self._agree(done.non_finite(i, loss), single)
-                if stop:  # before the step: last.pt keeps the last good state
-                    self._raise_non_finite(split, epoch, done.bad)
-                if skip:
-                    done.skipped += 1
-                    continue
-                self._step(loss)
-                done.add(loss, pred, true, batch, self.metric_inputs)
+                self.train_batch(i, batch.to(self.device), done, split, epoch)
+        if done.finish().bad is not None:
+            # No checkpoint is written: last.pt keeps the last good state.
+            self._raise_non_finite(split, epoch, done.bad)
         if done.skipped:
             self.skipped_batches += done.skipped
             self.log.warning(
@@ -412,6 +436,26 @@ class Trainer:
                 'of a single node (BatchNorm needs more than one value per '
                 f'channel in training); {self.skipped_batches} in this run')
         return done
+
+    def train_batch(self, i: int, batch, done: _Pass, split: str = 'train',
+                    epoch: int = 0):
+        """One training step on ``batch`` (on the device): forward, loss,
+        non-finite check, backward, clipping, optimiser step, and the loss
+        and metric inputs added to ``done``."""
+        single = self.needs_two_nodes and batch.num_nodes < 2
+        with batchnorm_eval(self.module) if single else nullcontext():
+            pred, true, loss = self._forward(self.train_net, batch)
+        if self.world_size > 1 or single:
+            # Read now (the rare single-node batch is checked, then skipped;
+            # data parallel: the processes agree before the step).
+            stop, skip = self._agree(done.non_finite(i, loss), single)
+            if stop:  # before the step: last.pt keeps the last good state
+                self._raise_non_finite(split, epoch, done.bad)
+            if skip:
+                done.skipped += 1
+                return
+        self._step(loss)
+        done.add(i, loss, pred, true, batch, self.metric_inputs)
 
     def _agree(self, bad: bool, single: bool):
         """``(stop, skip)``: whether any process had a non-finite loss, or a
@@ -442,12 +486,9 @@ class Trainer:
             for i, batch in enumerate(self._batches(split, epoch)):
                 batch = batch.to(self.device)
                 pred, true, loss = self._forward(self.eval_net, batch)
-                if done.non_finite(i, loss):
-                    if self.world_size == 1:
-                        self._raise_non_finite(split, epoch, done.bad)
-                    continue  # shards differ in length: agree below
-                done.add(loss, pred, true, batch, self.metric_inputs)
-        if self.world_size > 1 and dist.any_true(done.bad is not None):
+                done.add(i, loss, pred, true, batch, self.metric_inputs)
+        bad = done.finish().bad is not None
+        if dist.any_true(bad) if self.world_size > 1 else bad:
             self._raise_non_finite(split, epoch, done.bad)
         return done
 
@@ -459,8 +500,9 @@ class Trainer:
         if self.world_size > 1:
             total, count = dist.all_reduce_sum(
                 torch.tensor([total, count], dtype=torch.float64)).tolist()
-        pred_all = dist.all_gather_cat(concat(done.preds))
-        true_all = dist.all_gather_cat(concat(done.trues))
+        preds, trues = done.metric_inputs()
+        pred_all = dist.all_gather_cat(preds)
+        true_all = dist.all_gather_cat(trues)
         record = None
         if dist.is_main_process():
             record = {'epoch': epoch, 'loss': total / max(count, 1)}
