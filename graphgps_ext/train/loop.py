@@ -425,7 +425,7 @@ class Trainer:
         done = _Pass()
         with torch.enable_grad():
             for i, batch in enumerate(self._batches(split, epoch)):
-                self.train_batch(i, batch.to(self.device), done, split, epoch)
+                self.train_batch(i, batch.to(self.device, non_blocking=True), done, split, epoch)
         if done.finish().bad is not None:
             # No checkpoint is written: last.pt keeps the last good state.
             self._raise_non_finite(split, epoch, done.bad)
@@ -484,7 +484,7 @@ class Trainer:
         done = _Pass()
         with torch.inference_mode():
             for i, batch in enumerate(self._batches(split, epoch)):
-                batch = batch.to(self.device)
+                batch = batch.to(self.device, non_blocking=True)
                 pred, true, loss = self._forward(self.eval_net, batch)
                 done.add(i, loss, pred, true, batch, self.metric_inputs)
         bad = done.finish().bad is not None
