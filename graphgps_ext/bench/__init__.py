@@ -15,7 +15,11 @@ Suites (``--suite``):
 - ``steps`` (:mod:`.steps`): operators dispatched and host
   synchronisations per training step of every ``paper-zinc`` row
   (``ops_per_step``, ``syncs_per_step`` in the JSON);
-- ``all``: every suite above.
+- ``all``: every suite above;
+- ``gpu-check`` (:mod:`.gpu_check`, not part of ``all``): each model family
+  trained a few hundred steps on the fast path and the eager path, the
+  losses compared, with graphs/s, operators and host synchronisations per
+  step (``--device cuda``; ``--device cpu`` with small sizes rehearses it).
 
 Every run prints Markdown tables and writes one JSON file (``--out``) with
 the environment (versions, threads, load average, and the host's
@@ -41,7 +45,7 @@ def parser() -> argparse.ArgumentParser:
         prog='python -m graphgps_ext.bench',
         description='Throughput, memory and scaling benchmarks of graphgps_ext.')
     p.add_argument('--suite', default='paper-zinc',
-                   choices=list(SUITES) + ['all'])
+                   choices=list(SUITES) + ['gpu-check', 'all'])
     p.add_argument('--device', default='cpu', help="'cpu' or 'cuda[:i]'")
     p.add_argument('--threads', type=int, default=2,
                    help='torch intra-op threads (0: leave as is)')
@@ -76,6 +80,9 @@ def parser() -> argparse.ArgumentParser:
                    help='training steps counted per row (after 2 warm-up steps)')
     g.add_argument('--sync-sites', action='store_true',
                    help='record the source line of every host synchronisation')
+    g = p.add_argument_group('gpu-check (also --rows, --opts, --compile)')
+    g.add_argument('--check-steps', type=int, default=300,
+                   help='training steps per family and path')
     g = p.add_argument_group('layers and scaling')
     g.add_argument('--layer-types', nargs='*', default=None,
                    help='subset of layer types (default: all)')
@@ -147,6 +154,12 @@ def run_suites(args, log=print) -> Dict[str, object]:
             res = steps.run(device, rows=args.rows, steps=args.count_steps,
                             seed=args.seed, opts=args.opts,
                             stacks=args.sync_sites, log=log)
+        elif suite == 'gpu-check':
+            from graphgps_ext.bench import gpu_check
+            res = gpu_check.run(device, rows=args.rows, steps=args.check_steps,
+                                seed=args.seed, opts=args.opts,
+                                use_compile=True if args.compile else None,
+                                log=log)
         elif suite == 'layers':
             from graphgps_ext.bench import layers
             from graphgps_ext.bench.data import FAMILIES
