@@ -56,7 +56,7 @@ def _train(row, dataset, device, opts, steps: int, warmup: int, seed: int):
     steps after ``warmup``, trainer, loader)."""
     from graphgps_ext.bench.steps import make_trainer
     from graphgps_ext.loader.dataloader import graph_loader
-    from graphgps_ext.train.loop import _Pass
+    from graphgps_ext.train.loop import PassStats
     cfg = row_cfg(row, list(opts))
     torch.manual_seed(seed)
     model = build_model(cfg, device)
@@ -67,7 +67,7 @@ def _train(row, dataset, device, opts, steps: int, warmup: int, seed: int):
                           generator=torch.Generator().manual_seed(seed))
     trainer = make_trainer(cfg, model, loader, device)
     trainer.model.train()
-    done = _Pass()
+    done = PassStats()
     graphs, start, i = 0, None, 0
     with torch.enable_grad():
         while i < steps:

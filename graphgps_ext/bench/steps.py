@@ -53,9 +53,9 @@ def count_steps(trainer, batches: Sequence, device: torch.device,
     synchronising operators (``sync_reasons``, totals over the counted
     steps), with ``stacks`` where they came from (``sync_sites``), and on
     CUDA ``cuda_syncs_per_step``."""
-    from graphgps_ext.train.loop import _Pass
+    from graphgps_ext.train.loop import PassStats
     trainer.model.train()
-    done = _Pass()
+    done = PassStats()
     counted = batches[warmup:]
     if not counted:
         raise ValueError(f'count_steps needs more than {warmup} batches')

@@ -33,9 +33,16 @@ the one a run started with the new values would have there
 (``reduce_on_plateau`` keeps its state: its reductions so far apply to the
 new ``optim.base_lr``).
 
-A non-finite loss raises :class:`NonFiniteLossError` before the optimiser
-step, so no checkpoint ever holds NaN weights; ``last.pt`` stays at the last
-good epoch. Parameters that become non-finite raise it too.
+No host synchronisation inside a training step (on a GPU the host runs
+ahead and queues the next steps): every batch's loss and metric inputs
+stay on the device (:class:`PassStats`) and are read once, at the end of
+the pass. The epoch's loss is the same sum of the same per-batch values as
+a read per step. A non-finite loss raises :class:`NonFiniteLossError` at
+the end of its pass, naming its batch, before any checkpoint or best model
+of that epoch is written, so no checkpoint ever holds NaN weights;
+``last.pt`` stays at the last good epoch. Parameters that become
+non-finite raise it too. A single-node batch is known from its shape; its
+loss is read (checked) before it is skipped.
 
 Data parallel (``model`` a :class:`~torch.nn.parallel.DistributedDataParallel`
 replica, see :mod:`graphgps_ext.dist`): every process runs the same loop on
@@ -44,7 +51,7 @@ DDP, a non-finite loss on any process stops all of them, and each split's
 loss (as sum and count) and metric inputs (gathered from all processes) are
 reduced so that the stats are those of the whole split; the processes agree
 on a non-finite loss or a skipped batch before the optimiser step (one
-collective per batch). Rank 0 computes the
+collective, and so one loss read, per batch). Rank 0 computes the
 metrics and sends the record to the others, so model selection, scheduler and
 early stopping decide identically everywhere; only rank 0 writes files.
 Evaluation runs the unwrapped module with rank 0's buffers.
@@ -135,7 +142,7 @@ def all_finite(module: nn.Module) -> bool:
     return True
 
 
-class _Pass:
+class PassStats:
     """What one pass over a split collects, on the device: every batch's
     loss and its count (the loss as sum and count), the metric inputs, and
     the skipped batches. Nothing is read back to the host during the pass
@@ -176,13 +183,15 @@ class _Pass:
                           else torch.zeros(pred.size(0), dtype=torch.long,
                                            device=pred.device))
 
-    def finish(self) -> '_Pass':
+    def finish(self) -> 'PassStats':
         """Read the losses back (once) into ``total`` / ``count``, the sum
         of loss x count in the order of the batches, and record the first
         non-finite loss in ``bad`` (only finite losses before it count)."""
         if not self.losses:
             return self
-        values = torch.stack([l.float().reshape(()) for l in self.losses]).cpu()
+        # float64 holds every float32/bf16 loss exactly: the values are
+        # those a per-step float(loss) would have read.
+        values = torch.stack([l.reshape(()) for l in self.losses]).double().cpu()
         for i, value, n in zip(self._index, values.tolist(), self.counts):
             if not math.isfinite(value):
                 if self.bad is None or i < self.bad[0]:
@@ -417,15 +426,16 @@ class Trainer:
         pred = _float32(pred)
         return pred, true, self.loss_fn(pred, true)
 
-    def _train_pass(self, split: str, epoch: int) -> _Pass:
+    def _train_pass(self, split: str, epoch: int) -> PassStats:
         sampler = getattr(self.loaders[split], 'sampler', None)
         if hasattr(sampler, 'set_epoch'):
             sampler.set_epoch(epoch)
         self.model.train()
-        done = _Pass()
+        done = PassStats()
         with torch.enable_grad():
             for i, batch in enumerate(self._batches(split, epoch)):
-                self.train_batch(i, batch.to(self.device, non_blocking=True), done, split, epoch)
+                batch = batch.to(self.device, non_blocking=True)
+                self.train_batch(i, batch, done, split, epoch)
         if done.finish().bad is not None:
             # No checkpoint is written: last.pt keeps the last good state.
             self._raise_non_finite(split, epoch, done.bad)
@@ -437,7 +447,7 @@ class Trainer:
                 f'channel in training); {self.skipped_batches} in this run')
         return done
 
-    def train_batch(self, i: int, batch, done: _Pass, split: str = 'train',
+    def train_batch(self, i: int, batch, done: PassStats, split: str = 'train',
                     epoch: int = 0):
         """One training step on ``batch`` (on the device): forward, loss,
         non-finite check, backward, clipping, optimiser step, and the loss
@@ -474,14 +484,14 @@ class Trainer:
                                   self.cfg.optim.clip_grad_norm_value, self.cfg)
         self.optimizer.step()
 
-    def _eval_pass(self, split: str, epoch: int) -> _Pass:
+    def _eval_pass(self, split: str, epoch: int) -> PassStats:
         # No gradient sync (shards may differ in length): the plain module
         # with rank 0's buffers (BatchNorm statistics). Inference mode: no
         # autograd graph and no version counters on the activations (about
         # 6 % faster than no_grad on CPU for ZINC-size batches).
         dist.sync_buffers(self.module)
         self.model.eval()
-        done = _Pass()
+        done = PassStats()
         with torch.inference_mode():
             for i, batch in enumerate(self._batches(split, epoch)):
                 batch = batch.to(self.device, non_blocking=True)
@@ -492,7 +502,7 @@ class Trainer:
             self._raise_non_finite(split, epoch, done.bad)
         return done
 
-    def _record(self, epoch: int, done: _Pass, lr: float,
+    def _record(self, epoch: int, done: PassStats, lr: float,
                 start: float) -> Dict[str, Any]:
         """The split's stats over every process (rank 0 computes the
         metrics and sends the record to the others)."""
