@@ -81,10 +81,15 @@ class DispatchCounter(TorchDispatchMode):
 
     Args:
         stacks: record where every synchronisation came from (slow).
+        device: the device the step runs on; on a GPU, operators on CPU
+            tensors only are host work (on a CPU nothing tells them apart:
+            :meth:`mark_host`).
     """
 
-    def __init__(self, stacks: bool = False):
+    def __init__(self, stacks: bool = False,
+                 device: Optional[torch.device] = None):
         super().__init__()
+        self.device = torch.device('cpu') if device is None else torch.device(device)
         self.ops = 0
         self.syncs = 0
         self.host_ops = 0
@@ -102,7 +107,8 @@ class DispatchCounter(TorchDispatchMode):
                 self._host[id(t)] = t
 
     def is_host(self, t: Tensor) -> bool:
-        return id(t) in self._host
+        return id(t) in self._host or (self.device.type != 'cpu'
+                                       and t.device.type == 'cpu')
 
     def _sync(self, reason: str):
         self.syncs += 1
@@ -121,6 +127,9 @@ class DispatchCounter(TorchDispatchMode):
         out = func(*args, **kwargs)
         inputs = [t for t in tree_flatten((args, kwargs))[0]
                   if isinstance(t, Tensor)]
+        if not inputs:  # a factory: where its output is
+            inputs = [t for t in tree_flatten(out)[0] if isinstance(t, Tensor)
+                      and self.device.type != 'cpu' and t.device.type == 'cpu']
         if inputs and all(self.is_host(t) for t in inputs):
             # Host work on host tensors: its outputs are host-side too.
             self.host_ops += 1

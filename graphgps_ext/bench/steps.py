@@ -64,7 +64,7 @@ def count_steps(trainer, batches: Sequence, device: torch.device,
             trainer.train_batch(i, batch.to(device), done)
         moved = [b.to(device) for b in counted]
         common.sync(device)
-        counter = DispatchCounter(stacks=stacks)
+        counter = DispatchCounter(stacks=stacks, device=device)
         for batch in moved:
             counter.mark_host(host_tensors(batch, trainer))
         with cuda_sync_count(device) as cuda_syncs, counter:

@@ -95,3 +95,13 @@ def test_cuda_sync_count_is_none_off_cuda():
     with cuda_sync_count(torch.device('cpu')) as n:
         torch.ones(2).sum().item()
     assert n == [None]
+
+
+def test_on_a_gpu_cpu_tensors_are_host_work():
+    # A counter for a CUDA step treats CPU tensors as host tensors (no
+    # CUDA needed to check the rule).
+    t = torch.tensor([3.0, 1.0])
+    with DispatchCounter(device=torch.device('cuda')) as c:
+        t.sum().item()
+        t.tolist()
+    assert c.syncs == 0 and c.host_ops >= 2
