@@ -54,3 +54,11 @@ def test_steps_suite_writes_its_figures(tmp_path):
     rows = json.loads(out.read_text())['suites']['steps']['rows']
     assert rows[0]['key'] == 'gt'
     assert rows[0]['syncs_per_step'] == 0 and rows[0]['ops_per_step'] > 0
+
+
+def test_virtual_node_readout_is_sync_free_too():
+    res = steps.run(torch.device('cpu'), rows=['mna'], steps=1,
+                    opts=SMALL + ['model.graph_pooling', 'virtual_node',
+                                  'dataset.edge_encoder', False],
+                    log=lambda *a: None)
+    assert res['rows'][0]['syncs_per_step'] == 0, res['rows'][0]['sync_reasons']
