@@ -6,8 +6,8 @@ family (one ``paper-zinc`` row per layer family, :data:`FAMILY_ROWS`) for
 ``--check-steps`` steps twice from the same initial weights on the same
 batches: on the *fast* path (the batches made on the device,
 ``train.data_placement device``; static-shape batches, ``train.static_shapes
-True``, where the config has that key; ``torch.compile`` on CUDA or with
-``--compile``) and on the *eager* path (host batches, no static shapes, no
+True``, and on CUDA ``torch.compile``, where the config has that key;
+``torch.compile`` whenever ``--compile`` is given) and on the *eager* path (host batches, no static shapes, no
 compilation), through the training loop's own step
 (:meth:`graphgps_ext.train.loop.Trainer.train_batch`). Dropout is off in
 both, so that they compute the same function. It reports per family and
@@ -40,12 +40,17 @@ NO_DROPOUT = ('gt.dropout', 0.0, 'gt.attn_dropout', 0.0)
 def path_opts(fast: bool, device: torch.device,
               use_compile: Optional[bool] = None) -> List:
     """Config overrides of the fast or the eager path. Keys that this
-    checkout's config does not have (``train.static_shapes``) are left out."""
+    checkout's config does not have (``train.static_shapes``) are left out.
+    ``use_compile`` ``None``: compile the fast path on CUDA when batches
+    have static shapes (with dynamic shapes the compiled step was measured
+    slower than eager on a GPU)."""
     train = make_cfg().train
     opts: List = []
-    if 'static_shapes' in train:
+    static = 'static_shapes' in train
+    if static:
         opts += ['train.static_shapes', bool(fast)]
-    compile_fast = device.type == 'cuda' if use_compile is None else use_compile
+    compile_fast = (device.type == 'cuda' and static if use_compile is None
+                    else use_compile)
     opts += ['train.compile', bool(fast and compile_fast)]
     opts += ['train.data_placement', 'device' if fast else 'host']
     return opts

@@ -14,10 +14,16 @@ def test_path_opts_use_the_keys_this_config_has():
     assert fast[fast.index('train.data_placement') + 1] == 'device'
     assert eager[eager.index('train.data_placement') + 1] == 'host'
     assert fast[fast.index('train.compile') + 1] is False  # no compile on a CPU
-    cuda_fast = gpu_check.path_opts(True, cuda)
-    assert cuda_fast[cuda_fast.index('train.compile') + 1] is True
     has_static = 'static_shapes' in gpu_check.make_cfg().train
     assert ('train.static_shapes' in fast) == has_static
+    # Compiled on CUDA with static shapes (dynamic-shape compiles were
+    # slower than eager), or when asked for.
+    cuda_fast = gpu_check.path_opts(True, cuda)
+    assert cuda_fast[cuda_fast.index('train.compile') + 1] is has_static
+    forced = gpu_check.path_opts(True, cpu, use_compile=True)
+    assert forced[forced.index('train.compile') + 1] is True
+    eager = gpu_check.path_opts(False, cuda, use_compile=True)
+    assert eager[eager.index('train.compile') + 1] is False
 
 
 def test_gpu_check_rehearsal_on_the_cpu(tmp_path):
