@@ -91,7 +91,16 @@ def placement(cfg, bundle, device: Optional[torch.device]) -> str:
     servable = bool(cfg.train.fast_collate) and all(
         fast_collate_supported(s) is None for s in splits)
     if mode == 'device':
-        return 'device' if servable else 'host'
+        if not servable:
+            from graphgps_ext.logger import get_logger
+            reason = ('train.fast_collate is False' if not cfg.train.fast_collate
+                      else next(fast_collate_supported(s) for s in splits
+                                if fast_collate_supported(s) is not None))
+            get_logger().warning(
+                f'train.data_placement device: the batches are made on the '
+                f'host ({reason}; only the fast collater batches on a device)')
+            return 'host'
+        return 'device'
     if device.type != 'cuda' or not servable:
         return 'host'
     free, _ = torch.cuda.mem_get_info(device)

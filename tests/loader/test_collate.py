@@ -1,6 +1,7 @@
 """FastCollater builds exactly PyG's batches, on the package's real and
 generated datasets; unsupported datasets keep PyG's loader."""
 import itertools
+import logging
 
 import pytest
 import torch
@@ -155,7 +156,7 @@ def test_data_on_the_device_gives_the_same_batches(zinc):
             assert torch.equal(host_node_counts(a), host_node_counts(b))
 
 
-def test_placement_auto_is_host_off_cuda(zinc):
+def test_placement_auto_is_host_off_cuda(zinc, caplog):
     cfg = make_cfg('/unused')
     assert cfg.train.data_placement == 'auto'
     assert placement(cfg, zinc, torch.device('cpu')) == 'host'
@@ -163,4 +164,6 @@ def test_placement_auto_is_host_off_cuda(zinc):
     cfg.train.data_placement = 'device'
     assert placement(cfg, zinc, torch.device('cpu')) == 'device'
     cfg.train.fast_collate = False  # the host loader cannot batch on a device
-    assert placement(cfg, zinc, torch.device('cpu')) == 'host'
+    with caplog.at_level(logging.WARNING):
+        assert placement(cfg, zinc, torch.device('cpu')) == 'host'
+    assert 'train.fast_collate is False' in caplog.text
