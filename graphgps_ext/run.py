@@ -90,10 +90,11 @@ def load_dataset(cfg):
     return fn(cfg)
 
 
-def make_loaders(cfg, bundle, rank: int = 0, world_size: int = 1):
+def make_loaders(cfg, bundle, rank: int = 0, world_size: int = 1,
+                 device=None):
     """:func:`graphgps_ext.loader.make_loaders` (imported on use)."""
     from graphgps_ext.loader import make_loaders as fn
-    return fn(cfg, bundle, rank=rank, world_size=world_size)
+    return fn(cfg, bundle, rank=rank, world_size=world_size, device=device)
 
 
 def run_dir_of(cfg) -> str:
@@ -284,7 +285,8 @@ def prepare(cfg, plan: Plan, state: Optional[Dict[str, Any]]) -> SimpleNamespace
     # dataset was processed now or read from its cache.
     seed_everything(cfg.seed)
     model = dist.wrap_model(build_model(cfg, bundle.task).to(device), cfg, device)
-    loaders = make_loaders(cfg, bundle, rank=rank, world_size=world_size)
+    loaders = make_loaders(cfg, bundle, rank=rank, world_size=world_size,
+                           device=device)
     if rank > 0:  # own dropout streams; rank 0 draws as one process would
         seed_everything(dist.rank_seed(cfg.seed, rank))
     if plan.action == 'resume' and state is None:

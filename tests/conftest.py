@@ -150,7 +150,7 @@ def tiny_task():
                     node_encoder='LinearNode', node_dim=2)
 
 
-def tiny_loaders(cfg, bundle, rank=0, world_size=1):
+def tiny_loaders(cfg, bundle, rank=0, world_size=1, device=None):
     from torch_geometric.loader import DataLoader
     gen = torch.Generator().manual_seed(cfg.seed)
     return {split: DataLoader(ds, batch_size=cfg.train.batch_size,

@@ -12,7 +12,14 @@ Suites (``--suite``):
   nodes per epoch, with slope fits and a PNG plot;
 - ``encodings`` (:mod:`.encodings`): precompute time of the encodings per
   1,000 graphs;
-- ``all``: every suite above.
+- ``steps`` (:mod:`.steps`): operators dispatched and host
+  synchronisations per training step of every ``paper-zinc`` row
+  (``ops_per_step``, ``syncs_per_step`` in the JSON);
+- ``all``: every suite above;
+- ``gpu-check`` (:mod:`.gpu_check`, not part of ``all``): each model family
+  trained a few hundred steps on the fast path and the eager path, the
+  losses compared, with graphs/s, operators and host synchronisations per
+  step (``--device cuda``; ``--device cpu`` with small sizes rehearses it).
 
 Every run prints Markdown tables and writes one JSON file (``--out``) with
 the environment (versions, threads, load average, and the host's
@@ -30,7 +37,7 @@ import resource
 import sys
 from typing import Dict, List, Optional
 
-SUITES = ('paper-zinc', 'layers', 'scaling', 'encodings')
+SUITES = ('paper-zinc', 'layers', 'scaling', 'encodings', 'steps')
 
 
 def parser() -> argparse.ArgumentParser:
@@ -38,7 +45,7 @@ def parser() -> argparse.ArgumentParser:
         prog='python -m graphgps_ext.bench',
         description='Throughput, memory and scaling benchmarks of graphgps_ext.')
     p.add_argument('--suite', default='paper-zinc',
-                   choices=list(SUITES) + ['all'])
+                   choices=list(SUITES) + ['gpu-check', 'all'])
     p.add_argument('--device', default='cpu', help="'cpu' or 'cuda[:i]'")
     p.add_argument('--threads', type=int, default=2,
                    help='torch intra-op threads (0: leave as is)')
@@ -68,6 +75,14 @@ def parser() -> argparse.ArgumentParser:
                    'KEY VALUE ... (e.g. gt.fused_attention False), passes '
                    'alternating in one process; prints both medians and '
                    'the passes each side won')
+    g = p.add_argument_group('steps (also --rows, --opts)')
+    g.add_argument('--count-steps', type=int, default=4,
+                   help='training steps counted per row (after 2 warm-up steps)')
+    g.add_argument('--sync-sites', action='store_true',
+                   help='record the source line of every host synchronisation')
+    g = p.add_argument_group('gpu-check (also --rows, --opts, --compile)')
+    g.add_argument('--check-steps', type=int, default=300,
+                   help='training steps per family and path')
     g = p.add_argument_group('layers and scaling')
     g.add_argument('--layer-types', nargs='*', default=None,
                    help='subset of layer types (default: all)')
@@ -137,6 +152,17 @@ def run_suites(args, log=print) -> Dict[str, object]:
                              repeats=args.repeats, seed=args.seed,
                              use_compile=args.compile, bf16=args.bf16,
                              opts=args.opts, ab=args.ab, log=log)
+        elif suite == 'steps':
+            from graphgps_ext.bench import steps
+            res = steps.run(device, rows=args.rows, steps=args.count_steps,
+                            seed=args.seed, opts=args.opts,
+                            stacks=args.sync_sites, log=log)
+        elif suite == 'gpu-check':
+            from graphgps_ext.bench import gpu_check
+            res = gpu_check.run(device, rows=args.rows, steps=args.check_steps,
+                                seed=args.seed, opts=args.opts,
+                                use_compile=True if args.compile else None,
+                                log=log)
         elif suite == 'layers':
             from graphgps_ext.bench import layers
             from graphgps_ext.bench.data import FAMILIES

@@ -23,7 +23,9 @@ iterates the same graphs in order under ``torch.inference_mode`` in eval mode.
 Reported per row: parameters (and the authors' count), train and eval
 graphs/s (medians over ``--repeats`` passes, rows interleaved so that load
 changes hit every row alike), the ratio of train graphs/s to the anchor
-measured with the authors' code (``docs/performance.md``), and the peak
+measured with the authors' code (``docs/performance.md``; only when this
+run is on the anchor's device with its thread count, :func:`anchor_ratio`:
+a CUDA throughput over a CPU anchor compares nothing), and the peak
 memory of one training step
 (:func:`~graphgps_ext.bench.common.peak_step_memory`).
 """
@@ -106,6 +108,27 @@ GEAET_UNITS = ('gea.n_heads', 4, 'gea.node_unit', True, 'gea.edge_unit', True,
                'gea.parity_unit_bias', True)
 
 
+#: Where the anchors (:attr:`ModelRow.anchor`) were measured: the authors'
+#: code on a 2-core x86-64 CPU with 2 torch threads (``docs/performance.md``).
+ANCHOR_DEVICE = 'cpu'
+ANCHOR_THREADS = 2
+
+
+def anchor_ratio(train: float, anchor: Optional[float], device: torch.device,
+                 threads: int) -> Tuple[Optional[float], Optional[str]]:
+    """``(train / anchor, None)`` when the anchor was measured on the kind
+    of device and with the thread count of this run, else ``(None, why)``:
+    a throughput measured on a GPU divided by one measured on a CPU (or
+    with another thread count) says nothing about the two codes."""
+    if not anchor:
+        return None, None
+    if device.type != ANCHOR_DEVICE or threads != ANCHOR_THREADS:
+        return None, (f"the authors' figure was measured on {ANCHOR_DEVICE} "
+                      f"with {ANCHOR_THREADS} threads, this run on "
+                      f"{device.type} with {threads}: no ratio")
+    return train / anchor, None
+
+
 @dataclass(frozen=True)
 class ModelRow:
     """A row of the anchor table.
@@ -115,7 +138,9 @@ class ModelRow:
         name: row label.
         overrides: config overrides on top of :data:`ZINC_BASE`.
         anchor: train graphs/s of the authors' code
-            (``docs/performance.md``), if measured.
+            (``docs/performance.md``), if measured, on
+            :data:`ANCHOR_DEVICE` with :data:`ANCHOR_THREADS` threads
+            (ratios only for runs on the same, :func:`anchor_ratio`).
         anchor_params: parameter count of the authors' model.
         param_differences: ``(ours - authors', reason)`` for every module in
             which the row's model differs from the authors' (the row's count
@@ -345,6 +370,8 @@ def run(device: torch.device, rows: Optional[Sequence[str]] = None,
         runner, res, row = runners[label], results[label], PAPER_ZINC_ROWS[name]
         mem = runner.step_memory()
         train = common.median(res['train'])
+        ratio, ratio_note = anchor_ratio(train, row.anchor, device,
+                                         torch.get_num_threads())
         out_rows.append({
             'key': label, 'model': row.name + label[len(name):],
             'layer_type': runner.cfg.gt.layer_type,
@@ -354,7 +381,9 @@ def run(device: torch.device, rows: Optional[Sequence[str]] = None,
             'eval_graphs_per_s': common.median(res['eval']),
             'train_runs': res['train'], 'eval_runs': res['eval'],
             'anchor_train_graphs_per_s': row.anchor,
-            'ratio_to_anchor': (train / row.anchor) if row.anchor else None,
+            'anchor_device': ANCHOR_DEVICE if row.anchor else None,
+            'anchor_threads': ANCHOR_THREADS if row.anchor else None,
+            'ratio_to_anchor': ratio, 'ratio_note': ratio_note,
             'peak_step_mib': mem, 'warmup_s': res['warmup_s'],
             'load_average_1min': res['load'], 'host': res['host'],
         })
@@ -401,7 +430,8 @@ def ab_markdown(pairs: List[dict]) -> str:
 
 def markdown(rows: List[dict]) -> str:
     headers = ['model', 'params (authors)', 'train graphs/s', 'eval graphs/s',
-               'anchor train graphs/s', 'ratio', 'peak MiB / step']
+               f"authors' train graphs/s ({ANCHOR_DEVICE}, {ANCHOR_THREADS} "
+               'threads)', 'ratio', 'peak MiB / step']
     table, notes = [], []
     for r in rows:
         params = f"{r['params']:,}" + (f" ({r['anchor_params']:,})"
@@ -424,6 +454,9 @@ def markdown(rows: List[dict]) -> str:
                       if r['anchor_train_graphs_per_s'] else None,
                       ratio, r['peak_step_mib']])
     out = common.markdown_table(headers, table)
+    why = next((r.get('ratio_note') for r in rows if r.get('ratio_note')), None)
+    if why:
+        out += f'\n\nNo ratio to the authors\' code: {why}.\n'
     if notes:
         out += '\n\nParameters that differ from the authors\' count:\n\n' + '\n'.join(
             f'- {n}' for n in notes) + '\n'

@@ -27,6 +27,18 @@ path available and gives the plain path's results within tolerance
   (:class:`graphgps_ext.loader.collate.FastCollater`) instead of separating
   and re-concatenating every graph (PyG's collater, kept for datasets it
   cannot serve and when ``False``); the batches are identical;
+- ``train.data_placement``: where the batches are made. ``device``: the
+  datasets' concatenated storage is moved to the run's device once, after
+  precompute, and each batch is gathered there by index
+  (:class:`graphgps_ext.loader.collate.FastCollater` with a ``device``; only
+  the gather indices cross from the CPU, from pinned memory, without
+  waiting; collation then runs in the main process, ``num_workers`` 0);
+  ``host``: batches collated on the CPU (by the loader workers), on CUDA in
+  pinned memory and copied with ``non_blocking``; ``auto`` (default):
+  ``device`` on CUDA when the fast collater serves every split and the
+  storage takes at most a quarter of the free device memory
+  (:func:`graphgps_ext.loader.dataloader.placement`), else ``host``. The
+  batches are the same either way; on a CPU ``auto`` is ``host``;
 - ``gt.fused_attention`` (in the ``gt`` group beside the attention
   options, on by default): the dense node attention of the Transformer and
   MNA branches has a hand-written backward in training
@@ -58,6 +70,8 @@ DEFAULTS = {
     'optim.flat_params': True,
     # Batches gathered from the in-memory storage (PyG's collater when False).
     'train.fast_collate': True,
+    # Where batches are made: auto | device | host.
+    'train.data_placement': 'auto',
 }
 
 
@@ -69,10 +83,12 @@ def speed_cfg(cfg):
 
 choices('train.compile_mode', ['default', 'reduce-overhead', 'max-autotune'])
 choices('train.amp', ['none', 'bf16'])
+choices('train.data_placement', ['auto', 'device', 'host'])
 # Same results as the plain path (within float tolerance): outside the run
 # fingerprint. ``train.amp`` changes the arithmetic, so it stays in.
 volatile('train.compile', 'train.compile_mode', 'train.compile_dynamic',
-         'optim.fused', 'optim.flat_params', 'train.fast_collate')
+         'optim.fused', 'optim.flat_params', 'train.fast_collate',
+         'train.data_placement')
 ignored('train.compile_mode', 'train.compile_dynamic',
         unless=lambda cfg: cfg.train.compile, why='train.compile is False',
         in_file='warn')

@@ -33,9 +33,11 @@ from graphgps_ext.layer.gatedgcn import EQUIVSTABLE_PE_KEY
 
 
 def first_nodes(batch: Tensor, num_graphs: int) -> Tensor:
-    """Index of the first node of every graph (``batch`` sorted)."""
-    counts = torch.bincount(batch, minlength=num_graphs)
-    return torch.cumsum(counts, 0) - counts
+    """Index of the first node of every graph (``batch`` sorted): the
+    number of nodes of the graphs before it (a search, not a ``bincount``,
+    whose size a GPU would have to report to the host)."""
+    graphs = torch.arange(num_graphs, dtype=batch.dtype, device=batch.device)
+    return torch.searchsorted(batch, graphs)
 
 
 def virtual_node_pool(x: Tensor, batch: Tensor, size: Optional[int] = None) -> Tensor:
@@ -87,8 +89,12 @@ class VirtualNode(nn.Module):
         vn = vn_index[ctx.batch]
         edge_index = torch.cat([new_index[ctx.edge_index],
                                 torch.stack([vn, nodes]), torch.stack([nodes, vn])], 1)
+        # One more node per graph: the sizes follow without a device read.
+        ptr = (None if ctx.ptr is None
+               else ctx.ptr + torch.arange(B + 1, device=x.device))
+        host = None if ctx.host_counts is None else ctx.host_counts + 1
         return out, GraphContext(edge_index=edge_index, batch=batch, num_graphs=B,
-                                 record=ctx.record)
+                                 record=ctx.record, ptr=ptr, host_counts=host)
 
     def extra_repr(self) -> str:
         return f'dim={self.embedding.numel()}'

@@ -48,6 +48,21 @@ class DenseLayout:
         return src // self.n_max, src % self.n_max, dst % self.n_max
 
 
+#: Attribute of a batch that holds the node count of every graph as a CPU
+#: tensor, computed by the collater before the batch moves to the device
+#: (:func:`graphgps_ext.loader.collate.add_host_sizes`). Sizes that Python
+#: needs (block layouts, the largest graph) are read from it, so a forward
+#: pass never waits for the device to report them.
+HOST_NODE_COUNTS = '_host_node_counts'
+
+
+def host_node_counts(data) -> Optional[Tensor]:
+    """The host copy of the node counts of ``data`` (see
+    :data:`HOST_NODE_COUNTS`), or ``None`` when the collater left none."""
+    counts = getattr(data, HOST_NODE_COUNTS, None)
+    return counts if isinstance(counts, Tensor) else None
+
+
 @dataclass
 class GraphContext:
     r"""Static structure of a batch of graphs.
@@ -64,6 +79,11 @@ class GraphContext:
             normalised adjacency of MNA).
         record: when not ``None``, branches store attention tensors here
             (see :mod:`graphgps_ext.viz`); ``None`` during training.
+        ptr: optional ``[B + 1]`` node offsets of the graphs (on the
+            device, as PyG collates them): the sizes without a ``bincount``.
+        host_counts: optional ``[B]`` node counts on the CPU
+            (:data:`HOST_NODE_COUNTS`); without them the sizes Python needs
+            are read from the device (a host synchronisation).
     """
     edge_index: Tensor
     batch: Tensor
@@ -71,6 +91,8 @@ class GraphContext:
     pair: Optional[Tensor] = None
     extras: Dict[str, Any] = field(default_factory=dict)
     record: Optional[Dict[str, list]] = None
+    ptr: Optional[Tensor] = None
+    host_counts: Optional[Tensor] = None
 
     @classmethod
     def from_batch(cls, data) -> 'GraphContext':
@@ -79,8 +101,14 @@ class GraphContext:
             batch = torch.zeros(data.num_nodes, dtype=torch.long,
                                 device=data.edge_index.device)
         num_graphs = int(getattr(data, 'num_graphs', 1) or 1)
+        ptr = getattr(data, 'ptr', None)
+        if not isinstance(ptr, Tensor) or ptr.numel() != num_graphs + 1:
+            ptr = None
+        host = host_node_counts(data)
+        if host is not None and host.numel() != num_graphs:
+            host = None
         return cls(edge_index=data.edge_index, batch=batch,
-                   num_graphs=num_graphs)
+                   num_graphs=num_graphs, ptr=ptr, host_counts=host)
 
     @property
     def num_nodes(self) -> int:
@@ -91,10 +119,14 @@ class GraphContext:
         """``(counts [B], pos [N])``: the node count of every graph and each
         node's position inside its graph (computed once, cached)."""
         def compute():
-            counts = torch.bincount(self.batch, minlength=self.num_graphs)
-            ptr = torch.zeros(self.num_graphs + 1, dtype=torch.long,
-                              device=self.batch.device)
-            ptr[1:] = counts.cumsum(0)
+            if self.ptr is not None:
+                ptr = self.ptr
+                counts = ptr[1:] - ptr[:-1]
+            else:
+                counts = torch.bincount(self.batch, minlength=self.num_graphs)
+                ptr = torch.zeros(self.num_graphs + 1, dtype=torch.long,
+                                  device=self.batch.device)
+                ptr[1:] = counts.cumsum(0)
             pos = torch.arange(self.batch.numel(),
                                device=self.batch.device) - ptr[self.batch]
             return counts, pos
@@ -105,13 +137,20 @@ class GraphContext:
         """The dense padded layout, computed on first use and cached."""
         def compute():
             counts, pos = self.sizes
-            n_max = int(counts.max()) if counts.numel() else 0
+            n_max = int(self.sizes_host().max()) if counts.numel() else 0
             index = self.batch * n_max + pos
             mask = torch.zeros(self.num_graphs * n_max, dtype=torch.bool,
                                device=self.batch.device)
             mask[index] = True
             return DenseLayout(index, mask.view(self.num_graphs, n_max), n_max)
         return self.cached('context/layout', compute)
+
+    def sizes_host(self) -> Tensor:
+        """``[B]`` node counts on the CPU: the collater's
+        (:attr:`host_counts`), else read from the device once per batch."""
+        if self.host_counts is not None:
+            return self.host_counts
+        return self.cached('context/sizes_host', lambda: self.sizes[0].cpu())
 
     def cached(self, key: str, fn):
         """Return ``extras[key]``, computing it with ``fn()`` on first use."""

@@ -128,8 +128,10 @@ def partition_sizes(sizes: Tensor, max_blocks: int = MAX_BLOCKS,
         return [0, B]
     cuts = torch.nonzero(sizes[1:] != sizes[:-1]).view(-1) + 1
     if cuts.numel() > MAX_CANDIDATES:
-        pick = torch.linspace(0, cuts.numel() - 1, MAX_CANDIDATES).round()
-        cuts = cuts[pick.long().unique()]
+        last = cuts.numel() - 1
+        pick = sorted({round(i * last / (MAX_CANDIDATES - 1))
+                       for i in range(MAX_CANDIDATES)})
+        cuts = cuts[cuts.new_tensor(pick)]
     bounds = torch.cat([cuts.new_zeros(1), cuts, cuts.new_full((1, ), B)])
     sq = sizes[bounds[:-1]].to(torch.float64).pow(2)  # first size of a run
     end = bounds.to(torch.float64)
@@ -163,8 +165,11 @@ def attention_blocks(ctx: GraphContext, max_blocks: Optional[int] = None,
         device = batch.device
         counts, pos = ctx.sizes
         sizes, order = torch.sort(counts, descending=True, stable=True)
-        bounds = partition_sizes(sizes.cpu(), max_blocks, overhead)
-        sizes_list = sizes.tolist()
+        # The same stable sort on the host copy of the sizes: Python reads
+        # the block layout from it, never from the device.
+        host = torch.sort(ctx.sizes_host(), descending=True, stable=True)[0]
+        bounds = partition_sizes(host, max_blocks, overhead)
+        sizes_list = host.tolist()
         blocks, start = [], 0
         block_of = torch.empty(B, dtype=torch.long, device=device)
         slot = torch.empty(B, dtype=torch.long, device=device)

@@ -5,7 +5,7 @@ from typing import Optional, Tuple
 import torch
 from torch import Tensor, nn
 from torch_geometric.nn.resolver import activation_resolver
-from torch_geometric.utils import add_remaining_self_loops, scatter
+from torch_geometric.utils import scatter
 
 from graphgps_ext.branches import HeadsError
 from graphgps_ext.layer.fused_attention import node_attention
@@ -26,15 +26,21 @@ def normalized_adjacency(edge_index: Tensor, num_nodes: int,
     if norm not in ADJ_NORMS:
         raise ValueError(f"unknown adjacency normalisation '{norm}' "
                          f"(mna.adj_norm): use one of {ADJ_NORMS}")
-    edge_index, _ = add_remaining_self_loops(edge_index, num_nodes=num_nodes)
+    # The edges keep their places (an existing self-loop with weight 0, so
+    # no data-dependent filtering and no host synchronisation), followed by
+    # one self-loop of weight 1 per node: the same sums as removing the
+    # existing loops first (PyG's ``add_remaining_self_loops``).
+    loops = torch.arange(num_nodes, device=edge_index.device)
+    keep = (edge_index[0] != edge_index[1]).float()
+    edge_index = torch.cat([edge_index, loops.expand(2, -1)], dim=1)
+    ones = torch.cat([keep, keep.new_ones(num_nodes)])
     src, dst = edge_index
-    ones = torch.ones(src.numel(), device=src.device)
     deg = scatter(ones, dst, dim=0, dim_size=num_nodes, reduce='sum')
     if norm == 'sym':
         inv_sqrt = deg.pow(-0.5)
-        weight = inv_sqrt[src] * inv_sqrt[dst]
+        weight = inv_sqrt[src] * inv_sqrt[dst] * ones
     else:
-        weight = deg.reciprocal()[dst]
+        weight = deg.reciprocal()[dst] * ones
     return edge_index, weight
 
 

@@ -40,6 +40,7 @@ from torch import Tensor
 from torch_geometric.data import Batch, Data, InMemoryDataset
 from torch_geometric.utils import cumsum, is_sparse
 
+from graphgps_ext.layer.context import HOST_NODE_COUNTS
 from graphgps_ext.loader.storage import node_slices
 
 
@@ -92,9 +93,18 @@ class FastCollater:
     ``collater(indices)`` returns the batch of ``dataset[i]`` for ``i`` in
     ``indices`` (positions in ``dataset``, as a DataLoader's sampler yields
     them).
+
+    With a ``device``, the storage is held there (moved once) and batched
+    there by index (``train.data_placement``; ``shared``, a dict, lets the
+    collaters of several splits of one storage share its device copy): the gather indices are
+    computed on the CPU, where the offsets live, and only they cross to the
+    device (from pinned memory, without waiting); the features never leave
+    the device. The batch is the same, on ``device``.
     """
 
-    def __init__(self, dataset: InMemoryDataset):
+    def __init__(self, dataset: InMemoryDataset,
+                 device: Optional[torch.device] = None,
+                 shared: Optional[Dict[int, Tensor]] = None):
         reason = fast_collate_supported(dataset)
         if reason is not None:
             raise ValueError(f'train.fast_collate cannot serve {dataset!r}: '
@@ -122,6 +132,24 @@ class FastCollater:
         self.node_slices = node_slices(dataset)
         self.explicit_num_nodes = 'num_nodes' in data.keys()
         self.indices = torch.as_tensor(dataset.indices(), dtype=torch.long)
+        self.device = None if device is None else torch.device(device)
+        if self.device is not None:
+            # ``shared``: device copies by host tensor, so that the splits
+            # of one dataset (views of one storage) hold it once.
+            shared = {} if shared is None else shared
+            for key, value in self.store.items():
+                if id(value) not in shared:
+                    shared[id(value)] = value.to(self.device)
+                self.store[key] = shared[id(value)]
+
+    def _to_device(self, t: Tensor) -> Tensor:
+        """A CPU index tensor on the storage's device (asynchronously from
+        pinned memory on CUDA)."""
+        if self.device is None or self.device.type == 'cpu':
+            return t
+        if self.device.type == 'cuda':
+            return t.pin_memory().to(self.device, non_blocking=True)
+        return t.to(self.device)
 
     def __call__(self, indices: Sequence[int]) -> Batch:
         graphs = self.indices[torch.as_tensor(indices, dtype=torch.long)]
@@ -139,15 +167,15 @@ class FastCollater:
             count = s[graphs + 1] - first
             sizes = cumsum(count)
             total = int(sizes[-1])
-            rows = _ranges(first, count, total)
+            rows = self._to_device(_ranges(first, count, total))
             shift = None
             for key in keys:
                 dim = self.cat_dim[key]
                 out = self.store[key].index_select(dim, rows)
                 if self.increment[key]:
                     if shift is None:
-                        shift = node_offset[:-1].repeat_interleave(
-                            count, output_size=total)
+                        shift = self._to_device(node_offset[:-1].repeat_interleave(
+                            count, output_size=total))
                     shape = [1] * out.dim()
                     shape[dim] = -1
                     out += shift.view(shape)
@@ -157,11 +185,44 @@ class FastCollater:
         if self.explicit_num_nodes:
             batch._store._num_nodes = nodes.tolist()
             batch.num_nodes = num_nodes
-        batch.batch = torch.arange(B).repeat_interleave(
-            nodes, output_size=num_nodes)
-        batch.ptr = node_offset
+        batch.batch = self._to_device(torch.arange(B).repeat_interleave(
+            nodes, output_size=num_nodes))
+        batch.ptr = self._to_device(node_offset)
+        setattr(batch, HOST_NODE_COUNTS, nodes)
         batch._num_graphs = B
         batch._slice_dict = slice_dict
         batch._inc_dict = inc_dict
         return batch
 
+
+
+
+def storage_bytes(dataset) -> int:
+    """Bytes of the concatenated storage of an in-memory ``dataset`` (what
+    holding it on a device costs)."""
+    data = dataset._data
+    return sum(data[key].numel() * data[key].element_size()
+               for key in data.keys() if isinstance(data[key], Tensor))
+
+
+def add_host_sizes(batch: Batch) -> Batch:
+    """Give ``batch`` (on the CPU, before the transfer) the host copy of its
+    graphs' node counts (:data:`graphgps_ext.layer.context.HOST_NODE_COUNTS`,
+    from ``ptr``), which the layers read instead of the device's; PyG's
+    collater path. :class:`FastCollater` sets it itself."""
+    ptr = getattr(batch, 'ptr', None)
+    if isinstance(ptr, Tensor) and ptr.device.type == 'cpu':
+        setattr(batch, HOST_NODE_COUNTS, ptr[1:] - ptr[:-1])
+    return batch
+
+
+class HostSizesCollater:
+    """Wrap a collate function so that its batches carry
+    :func:`add_host_sizes` (picklable, for loader workers)."""
+
+    def __init__(self, collate):
+        self.collate = collate
+
+    def __call__(self, items):
+        batch = self.collate(items)
+        return add_host_sizes(batch) if isinstance(batch, Batch) else batch

@@ -1,13 +1,14 @@
 """``make_loaders``: PyG data loaders for the splits of a
 :class:`~graphgps_ext.loader.master.DatasetBundle`, sharded across the
 processes of a data-parallel run."""
-from typing import Dict, Iterator
+from typing import Dict, Iterator, Optional
 
 import torch
 from torch.utils.data import DistributedSampler, Sampler
 from torch_geometric.loader import DataLoader
 
-from graphgps_ext.loader.collate import FastCollater, fast_collate_supported
+from graphgps_ext.loader.collate import (FastCollater, HostSizesCollater,
+                                         fast_collate_supported, storage_bytes)
 
 
 class EpochShuffleSampler(DistributedSampler):
@@ -48,22 +49,74 @@ class ShardSampler(Sampler):
         return self.stop - self.start
 
 
-def graph_loader(dataset, fast: bool = True, **kwargs) -> torch.utils.data.DataLoader:
+def graph_loader(dataset, fast: bool = True, device=None, shared=None,
+                 **kwargs) -> torch.utils.data.DataLoader:
     """A mini-batch loader over ``dataset`` (``kwargs``: those of
     :class:`torch.utils.data.DataLoader`). With ``fast`` and a dataset that
     :func:`~graphgps_ext.loader.collate.fast_collate_supported`, the loader
     iterates over graph positions and a
     :class:`~graphgps_ext.loader.collate.FastCollater` gathers each batch
     from the storage; otherwise it is PyG's
-    :class:`~torch_geometric.loader.DataLoader`. Both give the same batches."""
+    :class:`~torch_geometric.loader.DataLoader`. Both give the same batches,
+    with the host copy of the node counts
+    (:func:`~graphgps_ext.loader.collate.add_host_sizes`).
+
+    ``device``: hold the storage on this device and batch there
+    (``FastCollater(dataset, device, shared)``; collation then runs in the main
+    process, so ``num_workers`` is set to 0). Datasets the fast collater
+    cannot serve keep the host loader."""
     if fast and fast_collate_supported(dataset) is None:
+        if device is not None:
+            kwargs.update(num_workers=0, persistent_workers=False,
+                          pin_memory=False)
         return torch.utils.data.DataLoader(
-            range(len(dataset)), collate_fn=FastCollater(dataset), **kwargs)
-    return DataLoader(dataset, **kwargs)
+            range(len(dataset)), collate_fn=FastCollater(dataset, device, shared),
+            **kwargs)
+    loader = DataLoader(dataset, **kwargs)
+    loader.collate_fn = HostSizesCollater(loader.collate_fn)
+    return loader
 
 
-def make_loaders(cfg, bundle, rank: int = 0,
-                 world_size: int = 1) -> Dict[str, torch.utils.data.DataLoader]:
+def placement(cfg, bundle, device: Optional[torch.device]) -> str:
+    """Where the batches of a run are made (``train.data_placement``):
+    ``'device'`` (the storage held on ``device``, batched there by index)
+    or ``'host'`` (collated on the CPU; on CUDA from pinned memory, copied
+    without waiting). ``auto`` holds the storage on a CUDA device when the
+    fast collater serves every split and their storage takes at most
+    :data:`DEVICE_DATA_FRACTION` of the free device memory."""
+    mode = cfg.train.get('data_placement', 'auto')
+    if device is None or mode == 'host':
+        return 'host'
+    splits = list(bundle.splits.values())
+    servable = bool(cfg.train.fast_collate) and all(
+        fast_collate_supported(s) is None for s in splits)
+    if mode == 'device':
+        if not servable:
+            from graphgps_ext.logger import get_logger
+            reason = ('train.fast_collate is False' if not cfg.train.fast_collate
+                      else next(fast_collate_supported(s) for s in splits
+                                if fast_collate_supported(s) is not None))
+            get_logger().warning(
+                f'train.data_placement device: the batches are made on the '
+                f'host ({reason}; only the fast collater batches on a device)')
+            return 'host'
+        return 'device'
+    if device.type != 'cuda' or not servable:
+        return 'host'
+    free, _ = torch.cuda.mem_get_info(device)
+    # The splits are views of one storage or separate ones: count each once.
+    stores = {id(s._data): storage_bytes(s) for s in splits}
+    return 'device' if sum(stores.values()) <= DEVICE_DATA_FRACTION * free else 'host'
+
+
+#: Largest share of the free device memory that ``train.data_placement
+#: auto`` lets the datasets' storage take.
+DEVICE_DATA_FRACTION = 0.25
+
+
+def make_loaders(cfg, bundle, rank: int = 0, world_size: int = 1,
+                 device: Optional[torch.device] = None
+                 ) -> Dict[str, torch.utils.data.DataLoader]:
     """One loader per split (:func:`graph_loader`, ``train.fast_collate``).
 
     * batch size ``cfg.train.batch_size`` per process, ``cfg.num_workers``
@@ -74,12 +127,19 @@ def make_loaders(cfg, bundle, rank: int = 0,
       those of one process with ``world_size`` times the batch size;
     * ``val``/``test``: in order; with ``world_size > 1`` each process gets
       a contiguous :class:`ShardSampler` shard (no padding duplicates), so
-      gathering the predictions in rank order restores the split's order.
+      gathering the predictions in rank order restores the split's order;
+    * ``device`` (the run's): where the batches are made,
+      :func:`placement` (``train.data_placement``).
     """
     workers = int(cfg.num_workers)
     common = dict(fast=bool(cfg.train.fast_collate),
                   batch_size=int(cfg.train.batch_size), num_workers=workers,
                   persistent_workers=workers > 0)
+    where = placement(cfg, bundle, device)
+    if where == 'device':
+        common.update(device=device, shared={})
+    elif device is not None and device.type == 'cuda':
+        common['pin_memory'] = True  # copied with non_blocking by the loop
     train = bundle.splits['train']
     sampler = EpochShuffleSampler(train, num_replicas=world_size, rank=rank,
                                   shuffle=True, seed=int(cfg.seed))

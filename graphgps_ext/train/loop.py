@@ -33,9 +33,16 @@ the one a run started with the new values would have there
 (``reduce_on_plateau`` keeps its state: its reductions so far apply to the
 new ``optim.base_lr``).
 
-A non-finite loss raises :class:`NonFiniteLossError` before the optimiser
-step, so no checkpoint ever holds NaN weights; ``last.pt`` stays at the last
-good epoch. Parameters that become non-finite raise it too.
+No host synchronisation inside a training step (on a GPU the host runs
+ahead and queues the next steps): every batch's loss and metric inputs
+stay on the device (:class:`PassStats`) and are read once, at the end of
+the pass. The epoch's loss is the same sum of the same per-batch values as
+a read per step. A non-finite loss raises :class:`NonFiniteLossError` at
+the end of its pass, naming its batch, before any checkpoint or best model
+of that epoch is written, so no checkpoint ever holds NaN weights;
+``last.pt`` stays at the last good epoch. Parameters that become
+non-finite raise it too. A single-node batch is known from its shape; its
+loss is read (checked) before it is skipped.
 
 Data parallel (``model`` a :class:`~torch.nn.parallel.DistributedDataParallel`
 replica, see :mod:`graphgps_ext.dist`): every process runs the same loop on
@@ -44,7 +51,7 @@ DDP, a non-finite loss on any process stops all of them, and each split's
 loss (as sum and count) and metric inputs (gathered from all processes) are
 reduced so that the stats are those of the whole split; the processes agree
 on a non-finite loss or a skipped batch before the optimiser step (one
-collective per batch). Rank 0 computes the
+collective, and so one loss read, per batch). Rank 0 computes the
 metrics and sends the record to the others, so model selection, scheduler and
 early stopping decide identically everywhere; only rank 0 writes files.
 Evaluation runs the unwrapped module with rank 0's buffers.
@@ -135,35 +142,69 @@ def all_finite(module: nn.Module) -> bool:
     return True
 
 
-class _Pass:
-    """What one pass over a split collects: the loss as (sum, count), the
-    metric inputs, the first non-finite loss and the skipped batches."""
+class PassStats:
+    """What one pass over a split collects, on the device: every batch's
+    loss and its count (the loss as sum and count), the metric inputs, and
+    the skipped batches. Nothing is read back to the host during the pass
+    (a GPU runs ahead of Python); :meth:`finish` reads the losses once, at
+    the end, and finds the first non-finite one."""
 
     def __init__(self):
-        self.total, self.count = 0.0, 0
+        self.losses: List[Tensor] = []
+        self.counts: List[int] = []
         self.preds: List[Tensor] = []
         self.trues: List[Tensor] = []
         self.bad = None  # (batch index, 'NaN' | 'infinite')
         self.skipped = 0
+        self.total, self.count = 0.0, 0
+        self._index: List[int] = []
 
     def non_finite(self, i: int, loss: Tensor) -> bool:
-        """Record a non-finite ``loss`` of batch ``i``; whether it was one."""
+        """Read ``loss`` of batch ``i`` now (a host synchronisation; the
+        data-parallel path, where the processes must agree before the
+        optimiser step) and record it if it is not finite."""
         if bool(torch.isfinite(loss)):
             return False
         if self.bad is None:
             self.bad = (i, 'NaN' if torch.isnan(loss) else 'infinite')
         return True
 
-    def add(self, loss: Tensor, pred, true, batch, metric_inputs):
-        n = _count(pred, true)
-        self.total += float(loss.detach()) * n
-        self.count += n
+    def add(self, i: int, loss: Tensor, pred, true, batch, metric_inputs):
+        """Keep the loss of batch ``i`` and its metric inputs (on the
+        device)."""
+        self._index.append(i)
+        self.losses.append(loss.detach())
+        self.counts.append(_count(pred, true))
         pred, true = pred.detach(), true.detach() if true is not None else None
         if metric_inputs is not None:
             pred, true = metric_inputs(pred, true, batch)
-        self.preds.append(pred.cpu())
-        self.trues.append(true.cpu() if true is not None
-                          else torch.zeros(pred.size(0), dtype=torch.long))
+        self.preds.append(pred)
+        self.trues.append(true if true is not None
+                          else torch.zeros(pred.size(0), dtype=torch.long,
+                                           device=pred.device))
+
+    def finish(self) -> 'PassStats':
+        """Read the losses back (once) into ``total`` / ``count``, the sum
+        of loss x count in the order of the batches, and record the first
+        non-finite loss in ``bad`` (only finite losses before it count)."""
+        if not self.losses:
+            return self
+        # float64 holds every float32/bf16 loss exactly: the values are
+        # those a per-step float(loss) would have read.
+        values = torch.stack([l.reshape(()) for l in self.losses]).double().cpu()
+        for i, value, n in zip(self._index, values.tolist(), self.counts):
+            if not math.isfinite(value):
+                if self.bad is None or i < self.bad[0]:
+                    self.bad = (i, 'NaN' if math.isnan(value) else 'infinite')
+                break
+            self.total += value * n
+            self.count += n
+        self.losses, self._index = [], []
+        return self
+
+    def metric_inputs(self):
+        """The predictions and labels of the pass on the CPU (one copy)."""
+        return concat(self.preds).cpu(), concat(self.trues).cpu()
 
 
 class Trainer:
@@ -385,26 +426,19 @@ class Trainer:
         pred = _float32(pred)
         return pred, true, self.loss_fn(pred, true)
 
-    def _train_pass(self, split: str, epoch: int) -> _Pass:
+    def _train_pass(self, split: str, epoch: int) -> PassStats:
         sampler = getattr(self.loaders[split], 'sampler', None)
         if hasattr(sampler, 'set_epoch'):
             sampler.set_epoch(epoch)
         self.model.train()
-        done = _Pass()
+        done = PassStats()
         with torch.enable_grad():
             for i, batch in enumerate(self._batches(split, epoch)):
-                batch = batch.to(self.device)
-                single = self.needs_two_nodes and batch.num_nodes < 2
-                with batchnorm_eval(self.module) if single else nullcontext():
-                    pred, true, loss = self._forward(self.train_net, batch)
-                stop, skip = self._agree(done.non_finite(i, loss), single)
-                if stop:  # before the step: last.pt keeps the last good state
-                    self._raise_non_finite(split, epoch, done.bad)
-                if skip:
-                    done.skipped += 1
-                    continue
-                self._step(loss)
-                done.add(loss, pred, true, batch, self.metric_inputs)
+                batch = batch.to(self.device, non_blocking=True)
+                self.train_batch(i, batch, done, split, epoch)
+        if done.finish().bad is not None:
+            # No checkpoint is written: last.pt keeps the last good state.
+            self._raise_non_finite(split, epoch, done.bad)
         if done.skipped:
             self.skipped_batches += done.skipped
             self.log.warning(
@@ -412,6 +446,26 @@ class Trainer:
                 'of a single node (BatchNorm needs more than one value per '
                 f'channel in training); {self.skipped_batches} in this run')
         return done
+
+    def train_batch(self, i: int, batch, done: PassStats, split: str = 'train',
+                    epoch: int = 0):
+        """One training step on ``batch`` (on the device): forward, loss,
+        non-finite check, backward, clipping, optimiser step, and the loss
+        and metric inputs added to ``done``."""
+        single = self.needs_two_nodes and batch.num_nodes < 2
+        with batchnorm_eval(self.module) if single else nullcontext():
+            pred, true, loss = self._forward(self.train_net, batch)
+        if self.world_size > 1 or single:
+            # Read now (the rare single-node batch is checked, then skipped;
+            # data parallel: the processes agree before the step).
+            stop, skip = self._agree(done.non_finite(i, loss), single)
+            if stop:  # before the step: last.pt keeps the last good state
+                self._raise_non_finite(split, epoch, done.bad)
+            if skip:
+                done.skipped += 1
+                return
+        self._step(loss)
+        done.add(i, loss, pred, true, batch, self.metric_inputs)
 
     def _agree(self, bad: bool, single: bool):
         """``(stop, skip)``: whether any process had a non-finite loss, or a
@@ -430,28 +484,25 @@ class Trainer:
                                   self.cfg.optim.clip_grad_norm_value, self.cfg)
         self.optimizer.step()
 
-    def _eval_pass(self, split: str, epoch: int) -> _Pass:
+    def _eval_pass(self, split: str, epoch: int) -> PassStats:
         # No gradient sync (shards may differ in length): the plain module
         # with rank 0's buffers (BatchNorm statistics). Inference mode: no
         # autograd graph and no version counters on the activations (about
         # 6 % faster than no_grad on CPU for ZINC-size batches).
         dist.sync_buffers(self.module)
         self.model.eval()
-        done = _Pass()
+        done = PassStats()
         with torch.inference_mode():
             for i, batch in enumerate(self._batches(split, epoch)):
-                batch = batch.to(self.device)
+                batch = batch.to(self.device, non_blocking=True)
                 pred, true, loss = self._forward(self.eval_net, batch)
-                if done.non_finite(i, loss):
-                    if self.world_size == 1:
-                        self._raise_non_finite(split, epoch, done.bad)
-                    continue  # shards differ in length: agree below
-                done.add(loss, pred, true, batch, self.metric_inputs)
-        if self.world_size > 1 and dist.any_true(done.bad is not None):
+                done.add(i, loss, pred, true, batch, self.metric_inputs)
+        bad = done.finish().bad is not None
+        if dist.any_true(bad) if self.world_size > 1 else bad:
             self._raise_non_finite(split, epoch, done.bad)
         return done
 
-    def _record(self, epoch: int, done: _Pass, lr: float,
+    def _record(self, epoch: int, done: PassStats, lr: float,
                 start: float) -> Dict[str, Any]:
         """The split's stats over every process (rank 0 computes the
         metrics and sends the record to the others)."""
@@ -459,8 +510,9 @@ class Trainer:
         if self.world_size > 1:
             total, count = dist.all_reduce_sum(
                 torch.tensor([total, count], dtype=torch.float64)).tolist()
-        pred_all = dist.all_gather_cat(concat(done.preds))
-        true_all = dist.all_gather_cat(concat(done.trues))
+        preds, trues = done.metric_inputs()
+        pred_all = dist.all_gather_cat(preds)
+        true_all = dist.all_gather_cat(trues)
         record = None
         if dist.is_main_process():
             record = {'epoch': epoch, 'loss': total / max(count, 1)}

@@ -23,21 +23,33 @@ def _like(pred: Tensor, true: Tensor) -> Tensor:
 
 
 def _masked(pred: Tensor, true: Tensor):
+    """``(difference, labels, mask)``: ``pred - true`` with 0 at the
+    unlabelled entries, ``true`` with 0 there, and the labelled-entry mask.
+    Masked by value, not by boolean indexing, so the shapes never depend on
+    the data (no host synchronisation on a GPU), and no ``NaN`` reaches the
+    gradient."""
     true = _like(pred, true)
     mask = ~torch.isnan(true)
-    return pred[mask], true[mask]
+    true = torch.where(mask, true, 0.0)
+    return torch.where(mask, pred - true, 0.0), true, mask
+
+
+def _mean(values: Tensor, mask: Tensor) -> Tensor:
+    """Mean of ``values`` over the ``mask``ed entries (``NaN`` for none,
+    as the mean of an empty tensor)."""
+    return values.sum() / mask.sum()
 
 
 def l1(pred: Tensor, true: Tensor) -> Tensor:
     r""":math:`\frac{1}{n}\sum |\hat y - y|` over the labelled entries."""
-    pred, true = _masked(pred, true)
-    return F.l1_loss(pred, true)
+    diff, _, mask = _masked(pred, true)
+    return _mean(diff.abs(), mask)
 
 
 def mse(pred: Tensor, true: Tensor) -> Tensor:
     r""":math:`\frac{1}{n}\sum (\hat y - y)^2` over the labelled entries."""
-    pred, true = _masked(pred, true)
-    return F.mse_loss(pred, true)
+    diff, _, mask = _masked(pred, true)
+    return _mean(diff.square(), mask)
 
 
 def _is_binary(pred: Tensor) -> bool:
@@ -66,7 +78,9 @@ def weighted_cross_entropy(pred: Tensor, true: Tensor) -> Tensor:
     """
     true = true.view(-1).long()
     num_classes = 2 if _is_binary(pred) else pred.size(-1)
-    counts = torch.bincount(true, minlength=num_classes).to(pred.dtype)
+    # Class counts by a scatter (a bincount reads its size from the device).
+    counts = pred.new_zeros(num_classes).index_add_(
+        0, true, pred.new_ones(true.numel()))
     weight = (true.numel() - counts) / true.numel() * (counts > 0)
     if _is_binary(pred):
         return F.binary_cross_entropy_with_logits(
@@ -77,8 +91,9 @@ def weighted_cross_entropy(pred: Tensor, true: Tensor) -> Tensor:
 def bce(pred: Tensor, true: Tensor) -> Tensor:
     r"""Binary cross-entropy with logits, averaged over the labelled entries
     (``NaN`` targets, e.g. ogbg-molpcba's missing labels, are ignored)."""
-    pred, true = _masked(pred, true)
-    return F.binary_cross_entropy_with_logits(pred, true)
+    _, true, mask = _masked(pred, true)
+    return _mean(F.binary_cross_entropy_with_logits(
+        pred, true, weight=mask.to(pred.dtype), reduction='none'), mask)
 
 
 LOSSES = {

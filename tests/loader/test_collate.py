@@ -1,6 +1,7 @@
 """FastCollater builds exactly PyG's batches, on the package's real and
 generated datasets; unsupported datasets keep PyG's loader."""
 import itertools
+import logging
 
 import pytest
 import torch
@@ -9,7 +10,8 @@ from torch_geometric.loader import DataLoader
 
 from graphgps_ext.loader import load_dataset, make_loaders
 from graphgps_ext.loader.collate import FastCollater, fast_collate_supported
-from graphgps_ext.loader.dataloader import graph_loader
+from graphgps_ext.layer.context import host_node_counts
+from graphgps_ext.loader.dataloader import graph_loader, placement
 
 from data_sources import copy_data
 
@@ -128,3 +130,42 @@ def test_make_loaders_same_batches_either_way(zinc):
         assert len(batches[True][split]) == len(batches[False][split])
         for a, b in zip(batches[True][split], batches[False][split]):
             assert_same_batch(a, b)
+            # Both give the host copy of the node counts.
+            assert torch.equal(host_node_counts(a), host_node_counts(b))
+            assert torch.equal(host_node_counts(a), a.ptr[1:] - a.ptr[:-1])
+
+
+def test_data_on_the_device_gives_the_same_batches(zinc):
+    # train.data_placement device: the storage held on the run's device
+    # and batched there by index; on a CPU
+    # the batches are the host loader's, in the same order.
+    cfg = make_cfg('/unused')
+    cfg.train.batch_size = 16
+    cpu = torch.device('cpu')
+    batches = {}
+    for where in ('host', 'device'):
+        cfg.train.data_placement = where
+        loaders = make_loaders(cfg, zinc, device=cpu)
+        batches[where] = {split: list(itertools.islice(loaders[split], 8))
+                          for split in ('train', 'test')}
+        collaters = [loaders[s].collate_fn for s in ('train', 'val', 'test')]
+        if where == 'device':
+            assert all(c.device == cpu for c in collaters)
+            assert loaders['train'].num_workers == 0
+    for split in ('train', 'test'):
+        for a, b in zip(batches['device'][split], batches['host'][split]):
+            assert_same_batch(a, b)
+            assert torch.equal(host_node_counts(a), host_node_counts(b))
+
+
+def test_placement_auto_is_host_off_cuda(zinc, caplog):
+    cfg = make_cfg('/unused')
+    assert cfg.train.data_placement == 'auto'
+    assert placement(cfg, zinc, torch.device('cpu')) == 'host'
+    assert placement(cfg, zinc, None) == 'host'
+    cfg.train.data_placement = 'device'
+    assert placement(cfg, zinc, torch.device('cpu')) == 'device'
+    cfg.train.fast_collate = False  # the host loader cannot batch on a device
+    with caplog.at_level(logging.WARNING):
+        assert placement(cfg, zinc, torch.device('cpu')) == 'host'
+    assert 'train.fast_collate is False' in caplog.text

@@ -352,3 +352,68 @@ def test_all_finite():
     with torch.no_grad():
         lin.bias[0] = float('inf')
     assert not all_finite(lin)
+
+
+class Recording:
+    """``cross_entropy`` that also reads every loss on the host, as the
+    loop did once per step, with the batch's count."""
+
+    def __init__(self):
+        self.values = []
+
+    def __call__(self, pred, true):
+        loss = cross_entropy(pred, true)
+        self.values.append((float(loss.detach()), true.size(0)))
+        return loss
+
+
+def test_epoch_stats_equal_the_per_step_reads(tiny_run, tiny_cfg, monkeypatch):
+    # The losses stay on the device during a pass and are read once at its
+    # end: the epoch's loss is the same sum of per-step reads as before.
+    tiny_cfg.optim.max_epoch = 2
+    rec = Recording()
+    monkeypatch.setitem(LOSSES, 'cross_entropy', rec)
+    tiny_run.run_seed(tiny_cfg)
+    run_dir = os.path.join(tiny_cfg.out_dir, 'tiny', '0')
+    # Per epoch: 4 train batches, then 2 val and 2 test batches.
+    for epoch, record in enumerate(stats(run_dir, 'train')):
+        part = rec.values[8 * epoch:8 * epoch + 4]
+        total = 0.0
+        for value, n in part:
+            total += value * n
+        assert record['loss'] == total / sum(n for _, n in part)
+    for k, split in ((4, 'val'), (6, 'test')):
+        part = rec.values[k:k + 2]
+        total = 0.0
+        for value, n in part:
+            total += value * n
+        assert stats(run_dir, split)[0]['loss'] == pytest.approx(
+            total / sum(n for _, n in part), rel=1e-6)
+
+
+class NanAt:
+    """``cross_entropy`` with a NaN loss on its ``at``-th call."""
+
+    def __init__(self, at):
+        self.calls, self.at = 0, at
+
+    def __call__(self, pred, true):
+        self.calls += 1
+        loss = cross_entropy(pred, true)
+        return loss * float('nan') if self.calls == self.at else loss
+
+
+def test_nan_loss_mid_epoch_is_reported_at_its_batch(tiny_run, tiny_cfg,
+                                                     monkeypatch):
+    # Read at the end of the pass, a NaN loss still stops the run (exit 3)
+    # naming its batch, and no checkpoint of that epoch is written.
+    monkeypatch.setitem(LOSSES, 'cross_entropy', NanAt(8 + 3))
+    with pytest.raises(NonFiniteLossError,
+                       match=r'NaN loss in train at epoch 2, batch 3'):
+        tiny_run.run_seed(tiny_cfg)
+    run_dir = os.path.join(tiny_cfg.out_dir, 'tiny', '0')
+    last = ckpt.load(os.path.join(run_dir, 'ckpt', 'last.pt'))
+    assert last['epoch'] == 0
+    assert all(torch.isfinite(v).all() for v in last['model'].values()
+               if v.is_floating_point())
+    assert len(stats(run_dir, 'train')) == 1

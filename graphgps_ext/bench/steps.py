@@ -1,0 +1,133 @@
+r"""Suite ``steps``: operators dispatched and host synchronisations per
+training step of every ``paper-zinc`` row (:mod:`.models`).
+
+A step is what the training loop does with one batch on the device
+(:meth:`graphgps_ext.train.loop.Trainer.train_batch`): forward, loss, the
+non-finite check, backward, gradient clipping, the optimiser step and the
+loss and metric accumulation. The batches come from the loop's own loader
+(:func:`graphgps_ext.loader.dataloader.graph_loader`) and are moved to the
+device before the count starts; :class:`.dispatch_count.DispatchCounter`
+counts over ``steps`` steps after ``warmup`` steps (the optimiser creates
+its state in the first one) and the suite reports the mean per step.
+
+On a GPU each operator is at least one kernel launch and each
+synchronisation stalls the launch queue: the two figures bound how fast a
+step can be, whatever the arithmetic. On CUDA the synchronisations the
+driver reports (:func:`.dispatch_count.cuda_sync_count`) are given
+beside the counter's.
+"""
+from typing import Dict, List, Optional, Sequence
+
+import torch
+
+from graphgps_ext.bench import common
+from graphgps_ext.bench.dispatch_count import (DispatchCounter, cuda_sync_count,
+                                               optimizer_host_tensors)
+from graphgps_ext.bench.models import (PAPER_ZINC_ROWS, build_model,
+                                       make_dataset, row_cfg)
+
+
+def make_trainer(cfg, model, loader, device: torch.device):
+    """A :class:`~graphgps_ext.train.loop.Trainer` of ``model`` on the
+    train ``loader`` (L1 loss, MAE), as ``main.py`` builds it; it writes
+    nothing unless asked to."""
+    from graphgps_ext.train.loop import Trainer
+    from graphgps_ext.train.loss import LOSSES
+    return Trainer(cfg, model, {'train': loader}, LOSSES['l1'], 'mae', 'min',
+                   ['mae'], run_dir='', logger=None, device=device)
+
+
+def host_tensors(batch, trainer) -> List[torch.Tensor]:
+    """What a GPU run keeps on the host: the batch's size metadata and the
+    optimiser's step counters."""
+    from graphgps_ext.layer.context import host_node_counts
+    counts = host_node_counts(batch)
+    return (([] if counts is None else [counts])
+            + optimizer_host_tensors(trainer.optimizer))
+
+
+def count_steps(trainer, batches: Sequence, device: torch.device,
+                warmup: int = 2, stacks: bool = False) -> Dict[str, object]:
+    """Run ``warmup`` then ``len(batches) - warmup`` training steps of
+    ``trainer``; returns ``ops_per_step``, ``syncs_per_step``, the
+    synchronising operators (``sync_reasons``, totals over the counted
+    steps), with ``stacks`` where they came from (``sync_sites``), and on
+    CUDA ``cuda_syncs_per_step``."""
+    from graphgps_ext.train.loop import PassStats
+    trainer.model.train()
+    done = PassStats()
+    counted = batches[warmup:]
+    if not counted:
+        raise ValueError(f'count_steps needs more than {warmup} batches')
+    with torch.enable_grad():
+        for i, batch in enumerate(batches[:warmup]):
+            trainer.train_batch(i, batch.to(device), done)
+        moved = [b.to(device) for b in counted]
+        common.sync(device)
+        counter = DispatchCounter(stacks=stacks, device=device)
+        for batch in moved:
+            counter.mark_host(host_tensors(batch, trainer))
+        with cuda_sync_count(device) as cuda_syncs, counter:
+            for i, batch in enumerate(moved):
+                trainer.train_batch(warmup + i, batch, done)
+    n = len(moved)
+    out = {'ops_per_step': counter.ops / n, 'syncs_per_step': counter.syncs / n,
+           'sync_reasons': dict(counter.reasons), 'steps': n}
+    if stacks:
+        out['sync_sites'] = dict(counter.where)
+    if cuda_syncs[0] is not None:
+        out['cuda_syncs_per_step'] = cuda_syncs[0] / n
+    return out
+
+
+def run(device: torch.device, rows: Optional[Sequence[str]] = None,
+        steps: int = 4, seed: int = 0, opts: Sequence = (),
+        stacks: bool = False, log=print) -> Dict[str, object]:
+    """Run the suite; returns ``{'rows': [...], 'markdown': str, ...}``."""
+    from graphgps_ext.loader.dataloader import graph_loader
+    names = list(rows or PAPER_ZINC_ROWS)
+    unknown = [n for n in names if n not in PAPER_ZINC_ROWS]
+    if unknown:
+        raise ValueError(f'unknown paper-zinc rows {unknown}; choose from '
+                         + ', '.join(PAPER_ZINC_ROWS))
+    warmup = 2
+    first = row_cfg(PAPER_ZINC_ROWS[names[0]], opts)
+    dataset, _ = make_dataset(first, first.train.batch_size * (steps + warmup),
+                              seed)
+    out_rows = []
+    for name in names:
+        row = PAPER_ZINC_ROWS[name]
+        cfg = row_cfg(row, opts)
+        torch.manual_seed(seed)
+        model = build_model(cfg, device)
+        loader = graph_loader(dataset, bool(cfg.train.fast_collate),
+                              batch_size=cfg.train.batch_size, shuffle=True,
+                              generator=torch.Generator().manual_seed(seed))
+        trainer = make_trainer(cfg, model, loader, device)
+        batches = list(loader)[:steps + warmup]
+        res = count_steps(trainer, batches, device, warmup, stacks)
+        res.update(key=name, model=row.name)
+        out_rows.append(res)
+        log(f'  [steps] {name:24s} {res["ops_per_step"]:8.1f} ops '
+            f'{res["syncs_per_step"]:5.1f} syncs per step '
+            f'{res["sync_reasons"] or ""}')
+    return {'rows': out_rows, 'markdown': markdown(out_rows),
+            'settings': {'steps': steps, 'warmup': warmup,
+                         'batch_size': first.train.batch_size,
+                         'opts': [str(o) for o in opts]}}
+
+
+def markdown(rows: List[dict]) -> str:
+    cuda = any('cuda_syncs_per_step' in r for r in rows)
+    headers = ['model', 'ops / step', 'host syncs / step', 'synchronising operators']
+    if cuda:
+        headers.append('CUDA syncs / step (driver)')
+    table = []
+    for r in rows:
+        reasons = ', '.join(f'{k} {v / r["steps"]:g}'
+                            for k, v in sorted(r['sync_reasons'].items())) or '–'
+        line = [r['model'], r['ops_per_step'], r['syncs_per_step'], reasons]
+        if cuda:
+            line.append(r.get('cuda_syncs_per_step'))
+        table.append(line)
+    return common.markdown_table(headers, table)

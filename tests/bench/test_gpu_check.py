@@ -1,0 +1,57 @@
+"""The ``gpu-check`` suite rehearsed on the CPU at small sizes."""
+import json
+
+import torch
+
+from graphgps_ext.bench import gpu_check, main
+
+TINY = ['gt.layers', 1, 'train.batch_size', 4]
+
+
+def test_path_opts_use_the_keys_this_config_has():
+    cpu, cuda = torch.device('cpu'), torch.device('cuda')
+    fast, eager = gpu_check.path_opts(True, cpu), gpu_check.path_opts(False, cpu)
+    assert fast[fast.index('train.data_placement') + 1] == 'device'
+    assert eager[eager.index('train.data_placement') + 1] == 'host'
+    assert fast[fast.index('train.compile') + 1] is False  # no compile on a CPU
+    has_static = 'static_shapes' in gpu_check.make_cfg().train
+    assert ('train.static_shapes' in fast) == has_static
+    # Compiled on CUDA with static shapes (dynamic-shape compiles were
+    # slower than eager), or when asked for.
+    cuda_fast = gpu_check.path_opts(True, cuda)
+    assert cuda_fast[cuda_fast.index('train.compile') + 1] is has_static
+    forced = gpu_check.path_opts(True, cpu, use_compile=True)
+    assert forced[forced.index('train.compile') + 1] is True
+    eager = gpu_check.path_opts(False, cuda, use_compile=True)
+    assert eager[eager.index('train.compile') + 1] is False
+
+
+def test_gpu_check_rehearsal_on_the_cpu(tmp_path):
+    out = tmp_path / 'check.json'
+    assert main(['--suite', 'gpu-check', '--rows', 'gps-gine', 'csa',
+                 '--check-steps', '4', '--opts'] + [str(o) for o in TINY]
+                + ['--threads', '0', '--mem-limit-gib', '0',
+                   '--out', str(out)]) == 0
+    res = json.loads(out.read_text())['suites']['gpu-check']
+    assert [r['key'] for r in res['rows']] == ['gps-gine', 'csa']
+    assert res['all_agree']
+    for r in res['rows']:
+        for path in ('fast', 'eager'):
+            assert r[path]['train_graphs_per_s'] > 0
+            assert r[path]['syncs_per_step'] == 0 and r[path]['ops_per_step'] > 0
+        assert r['fast']['first_loss'] == r['eager']['first_loss']
+    assert 'agree' in res['markdown']
+
+
+def test_gpu_check_sees_a_fast_path_that_computes_something_else(monkeypatch):
+    real = gpu_check.path_opts
+
+    def broken(fast, device, use_compile=None):
+        # A fast path with another model: its losses cannot agree.
+        return real(fast, device, use_compile) + (
+            ['model.graph_pooling', 'mean'] if fast else [])
+    monkeypatch.setattr(gpu_check, 'path_opts', broken)
+    res = gpu_check.run(torch.device('cpu'), rows=['gt'], steps=3, opts=TINY,
+                        log=lambda *a: None)
+    assert not res['all_agree'] and not res['rows'][0]['first_agree']
+    assert 'DISAGREEMENT' in res['markdown']

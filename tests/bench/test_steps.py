@@ -1,0 +1,64 @@
+"""The ``steps`` suite: operators and host synchronisations per training
+step of every ``paper-zinc`` row, at small sizes on the CPU."""
+import json
+
+import torch
+
+from graphgps_ext.bench import main, steps
+from graphgps_ext.bench.models import PAPER_ZINC_ROWS, make_dataset, row_cfg
+from graphgps_ext.layer.context import HOST_NODE_COUNTS
+
+SMALL = ['gt.layers', 1, 'train.batch_size', 6]
+
+
+def test_no_host_sync_in_a_training_step_of_any_layer_family():
+    # One row per family: GINE, GatedGCN, GEANet (both softmaxes),
+    # Transformer, CSA, MNA-GT, GT.
+    res = steps.run(torch.device('cpu'), steps=2, opts=SMALL, log=lambda *a: None)
+    assert [r['key'] for r in res['rows']] == list(PAPER_ZINC_ROWS)
+    for r in res['rows']:
+        assert r['syncs_per_step'] == 0, (r['key'], r['sync_reasons'])
+        assert r['ops_per_step'] > 100
+
+
+def test_pyg_collater_path_is_sync_free_too():
+    res = steps.run(torch.device('cpu'), rows=['geaet-gatedgcn', 'csa'], steps=1,
+                    opts=SMALL + ['train.fast_collate', False],
+                    log=lambda *a: None)
+    assert [r['syncs_per_step'] for r in res['rows']] == [0, 0]
+
+
+def test_without_the_host_sizes_the_counter_sees_the_reads():
+    # The count can fail: batches without the collater's host copy of the
+    # node counts make the attention read its sizes from the device.
+    from graphgps_ext.bench.models import build_model
+    from graphgps_ext.loader.dataloader import graph_loader
+    cfg = row_cfg(PAPER_ZINC_ROWS['gps-gine'], SMALL)
+    dataset, _ = make_dataset(cfg, 18, 0)
+    loader = graph_loader(dataset, batch_size=6)
+    trainer = steps.make_trainer(cfg, build_model(cfg, torch.device('cpu')),
+                                 loader, torch.device('cpu'))
+    batches = list(loader)
+    for b in batches:
+        del b._store.__dict__[HOST_NODE_COUNTS]
+    res = steps.count_steps(trainer, batches, torch.device('cpu'), warmup=2)
+    assert res['syncs_per_step'] >= 2 and 'tolist' in res['sync_reasons']
+
+
+def test_steps_suite_writes_its_figures(tmp_path):
+    out = tmp_path / 'steps.json'
+    assert main(['--suite', 'steps', '--rows', 'gt', '--count-steps', '1',
+                 '--opts', 'gt.layers', '1', 'train.batch_size', '4',
+                 '--threads', '0', '--mem-limit-gib', '0',
+                 '--out', str(out)]) == 0
+    rows = json.loads(out.read_text())['suites']['steps']['rows']
+    assert rows[0]['key'] == 'gt'
+    assert rows[0]['syncs_per_step'] == 0 and rows[0]['ops_per_step'] > 0
+
+
+def test_virtual_node_readout_is_sync_free_too():
+    res = steps.run(torch.device('cpu'), rows=['mna'], steps=1,
+                    opts=SMALL + ['model.graph_pooling', 'virtual_node',
+                                  'dataset.edge_encoder', False],
+                    log=lambda *a: None)
+    assert res['rows'][0]['syncs_per_step'] == 0, res['rows'][0]['sync_reasons']
