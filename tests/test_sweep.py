@@ -543,6 +543,7 @@ def test_reproduce_dry_run_lists_every_table_of_the_repo(paper, monkeypatch, cap
     """The shipped run/tables.tsv: every table of the paper with its runs,
     none skipped on a fresh results root."""
     monkeypatch.chdir(ROOT)
+    monkeypatch.setenv('PYTHON', 'python')
     assert reproduce.main([paper, '--dry-run', '--results', '/nonexistent-results']) == 0
     out = capsys.readouterr().out
     with open(os.path.join(ROOT, 'run', 'tables.tsv')) as f:

@@ -12,8 +12,8 @@ from typing import Callable, List, Optional, Sequence, Tuple
 from graphgps_ext.sweep import grid as gridlib
 from graphgps_ext.sweep import local, slurm
 from graphgps_ext.sweep.plan import (Plan, SweepError, Target, agg_command, expand_config,
-                                     main_command, make_plan, override_keys, parse_seeds,
-                                     read_plan)
+                                     main_command, make_plan, never_leaves_warmup,
+                                     override_keys, parse_seeds, read_plan)
 
 PROG = 'python -m graphgps_ext.sweep'
 
@@ -311,7 +311,8 @@ def summarize_command(search_dir: str, say: Callable[[str], None] = print) -> in
     b = best[0]
     metric = search.get('metric')
     say(f"chosen: {b.point['name']} (val {metric} {gridlib._fmt(b.val)}, test {metric} "
-        f'{gridlib._fmt(b.test)}, {b.seeds} seed(s))')
+        f'{gridlib._fmt(b.test)}, {b.seeds} seed(s))'
+        + (f" [{' and '.join(b.flags)}: see the warnings above]" if b.flags else ''))
     chosen = os.path.join(search_dir, 'chosen.yaml')
     say(f"summary: {os.path.join(search_dir, 'summary.csv')}; chosen config: {chosen}")
     say(f'final run: {PROG} {chosen} --seeds 0-9'
@@ -405,18 +406,16 @@ def _main(args, overrides: List[str], plan_pairs, say) -> int:
 
 def warmup_warnings(targets: Sequence[Target]) -> List[str]:
     """A warning per config whose runs never leave the learning-rate
-    warm-up (``optim.max_epoch <= optim.num_warmup_epochs`` with a warm-up
-    scheduler): their results say nothing about the config."""
+    warm-up (:func:`~graphgps_ext.sweep.plan.never_leaves_warmup`): their
+    results say nothing about the config."""
     out = []
     for t in targets:
-        sched = t.identity.get('optim.scheduler')
-        warm, epochs = t.identity.get('optim.num_warmup_epochs'), t.identity.get('optim.max_epoch')
-        if (sched in ('cosine_with_warmup', 'transformer_warmup') and isinstance(warm, int)
-                and isinstance(epochs, int) and epochs <= warm):
-            out.append(f'# warning: {t.name}: optim.max_epoch {epochs} <= '
-                       f'optim.num_warmup_epochs {warm}: the learning rate never leaves the '
-                       f'warm-up ({sched}); raise optim.max_epoch or lower '
-                       'optim.num_warmup_epochs')
+        if never_leaves_warmup(t.identity):
+            i = t.identity
+            out.append(f"# warning: {t.name}: optim.max_epoch {i['optim.max_epoch']} <= "
+                       f"optim.num_warmup_epochs {i['optim.num_warmup_epochs']}: the "
+                       f"learning rate never leaves the warm-up ({i['optim.scheduler']}); "
+                       'raise optim.max_epoch or lower optim.num_warmup_epochs')
     return out
 
 

@@ -231,6 +231,20 @@ def make_plan(pairs: Sequence[Tuple[str, Sequence[int]]], overrides: Sequence[st
     return plan
 
 
+#: Schedulers with a linear learning-rate warm-up over ``optim.num_warmup_epochs``.
+WARMUP_SCHEDULERS = ('cosine_with_warmup', 'transformer_warmup')
+
+
+def never_leaves_warmup(ident: Dict) -> bool:
+    """Whether runs of this identity (flat ``key: value``) end inside the
+    learning-rate warm-up (``optim.max_epoch <= optim.num_warmup_epochs``
+    with a warm-up scheduler): the learning rate never reaches
+    ``optim.base_lr``, so their results say little about the config."""
+    warm, epochs = ident.get('optim.num_warmup_epochs'), ident.get('optim.max_epoch')
+    return (ident.get('optim.scheduler') in WARMUP_SCHEDULERS and isinstance(warm, int)
+            and isinstance(epochs, int) and epochs <= warm)
+
+
 def lock_holder(run_dir: str) -> Optional[str]:
     """Who holds the seed lock of ``run_dir`` (a live run:
     :class:`graphgps_ext.seed_folder.SeedLock`), or ``None``. The probe is
