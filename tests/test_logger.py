@@ -72,7 +72,8 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 # main.py with a SIGKILL of its whole process group (the W&B service
 # included, as an out-of-memory kill or a node failure) at epoch KILL_AT:
-# 'stats' after the stats line but before TensorBoard and W&B got it,
+# 'unflushed' after the checkpoint of an epoch whose stats line was written
+# but whose TensorBoard and W&B records were not (still queued when killed),
 # 'logged' after every logger but before the checkpoint, 'saved' after the
 # checkpoint.
 KILLER = r'''
@@ -84,17 +85,15 @@ from graphgps_ext.train import loop
 log_epoch, save_last = logger.RunLogger.log_epoch, loop.Trainer.save_last
 
 def killed_log_epoch(self, epoch, records):
-    if epoch == at and phase == 'stats':
+    if epoch == at and phase == 'unflushed':
         self.tb = self.wandb = None
-        log_epoch(self, epoch, records)
-        os.killpg(0, signal.SIGKILL)
     log_epoch(self, epoch, records)
     if epoch == at and phase == 'logged':
         os.killpg(0, signal.SIGKILL)
 
 def killed_save_last(self):
     save_last(self)
-    if self.last_epoch == at and phase == 'saved':
+    if self.last_epoch == at and phase in ('saved', 'unflushed'):
         os.killpg(0, signal.SIGKILL)
 
 logger.RunLogger.log_epoch, loop.Trainer.save_last = killed_log_epoch, killed_save_last
@@ -125,7 +124,7 @@ def test_loggers_equal_the_stats_after_kill_9_and_resume(tmp_path):
     cmd = [sys.executable, str(tmp_path / 'killer.py'), '--cfg', str(tmp_path / 'q.yaml'),
            *SMALL, 'dataset.dir', str(tmp_path / 'data'), 'out_dir', str(tmp_path / 'out')]
     run_dir = tmp_path / 'out' / 'k' / '0'
-    for phase, at in (('stats', 2), ('logged', 5), ('saved', 7), ('', -1)):
+    for phase, at in (('unflushed', 2), ('logged', 5), ('saved', 7), ('', -1)):
         proc = subprocess.run(cmd, cwd=tmp_path, env=dict(env, KILL_PHASE=phase,
                                                           KILL_AT=str(at)),
                               capture_output=True, text=True, timeout=600,
@@ -140,7 +139,6 @@ def test_loggers_equal_the_stats_after_kill_9_and_resume(tmp_path):
     assert [r['epoch'] for r in stats['train']] == list(range(10))
     # TensorBoard: every scalar of every epoch, from one event file.
     tb = tensorboard_scalars(str(run_dir))
-    assert len(glob.glob(str(run_dir / 'events.out.tfevents.*'))) == 1
     # W&B: four offline segments of one run id; together they hold every
     # epoch, and the last one's summary holds the current best.
     segments = wandb_offline_runs(str(run_dir))
@@ -158,6 +156,7 @@ def test_loggers_equal_the_stats_after_kill_9_and_resume(tmp_path):
                 checked += 1
     assert checked > 10 * 3 * 3
     assert set(tb['train/loss']) == set(range(10)) and set(history) == set(range(10))
+    assert len(glob.glob(str(run_dir / 'events.out.tfevents.*'))) == 1
     _, last_summary = wandb_offline_records(str(run_dir), exclude=segments[:-1])
     best = json.loads((run_dir / 'best.json').read_text())
     assert last_summary['best/epoch'] == best['epoch']
