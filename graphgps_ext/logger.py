@@ -314,6 +314,7 @@ class RunLogger:
         self.wandb = None
         self.wandb_id = wandb_id
         self.wandb_mode: Optional[str] = None
+        self._tb_earlier: List[str] = []  # event files of earlier segments
         if not self.main:
             return
         for split in SPLITS:
@@ -321,6 +322,7 @@ class RunLogger:
                 os.makedirs(os.path.join(run_dir, split), exist_ok=True)
         if cfg.tensorboard.use:
             from tensorboardX import SummaryWriter
+            self._tb_earlier = event_files(run_dir)
             self.tb = SummaryWriter(logdir=run_dir)
         if cfg.wandb.use:
             self._init_wandb()
@@ -406,13 +408,11 @@ class RunLogger:
                         {f'{split}/{k}': v for k, v in rec.items()
                          if k != 'epoch' and isinstance(v, (int, float))})
         if self.tb is not None:
-            mine = self.tb._get_file_writer().event_writer._ev_writer._file_name
-            old = [p for p in event_files(self.run_dir) if p != mine]
             for epoch in sorted(epochs):
                 for tag, v in epochs[epoch].items():
                     self.tb.add_scalar(tag, v, epoch)
             self.tb.flush()
-            for path in old:  # the record is in this writer's file now
+            for path in self._tb_earlier:  # the record is in this writer's file now
                 with write_guard(path):
                     os.remove(path)
             done['tensorboard'] = len(epochs)
