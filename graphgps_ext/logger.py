@@ -441,5 +441,20 @@ class RunLogger:
             self.tb.close()
             self.tb = None
         if self.wandb is not None:
-            self.wandb.finish(exit_code=1 if failed else 0)
-            self.wandb = None
+            run, self.wandb = self.wandb, None
+            try:
+                run.finish(exit_code=1 if failed else 0)
+            except Exception as err:  # noqa: BLE001 - see below
+                # The W&B service process was stopped with the run (a
+                # scheduler's SIGTERM reaches every process of the job).
+                # Release W&B's connection (and its exit hook, which would
+                # fail the same way); what the service wrote stays, and a
+                # resume logs the epochs its files lack (replay).
+                self.log.warning(f'W&B could not finish the run ({type(err).__name__}: '
+                                 f'{err}): its service had stopped; the offline files keep '
+                                 'what it wrote and a resume logs the epochs they lack')
+                import wandb
+                try:
+                    wandb.teardown(exit_code=1)
+                except Exception:  # noqa: BLE001 - the connection is gone already
+                    pass

@@ -169,3 +169,27 @@ def test_loggers_equal_the_stats_after_kill_9_and_resume(tmp_path):
     assert done['seconds'] >= epochs_seconds, (done, epochs_seconds)
     log = (run_dir / 'logging.log').read_text()
     assert log.count('loggers brought up to the stats') >= 2, log
+
+
+def test_close_survives_a_stopped_wandb_service(tiny_cfg, tmp_path, monkeypatch, caplog):
+    """A job's SIGTERM stops W&B's service with the run: closing the logger
+    warns and releases W&B (no traceback, no failing exit hook)."""
+    import wandb
+
+    from graphgps_ext.logger import RunLogger
+
+    class Gone:
+        id = 'x'
+
+        def finish(self, exit_code=0):
+            raise ConnectionResetError('Connection lost')
+
+    torn = []
+    monkeypatch.setattr(wandb, 'teardown', lambda exit_code=None: torn.append(exit_code))
+    tiny_cfg.tensorboard.use = False
+    tiny_cfg.wandb.use = False
+    logger = RunLogger(tiny_cfg, str(tmp_path / 'run'), 'tiny')
+    logger.wandb = Gone()
+    logger.close(failed=True)
+    assert logger.wandb is None and torn == [1]
+    assert 'W&B could not finish the run (ConnectionResetError: Connection lost)' in caplog.text

@@ -7,9 +7,11 @@ aggregation job, its resources and the requeue margin."""
 import json
 import os
 import re
+import signal
 import stat
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -821,3 +823,27 @@ def test_requeue_stops_quietly():
         assert signal.getsignal(signal.SIGTERM) == signal.SIG_IGN
     finally:
         signal.signal(signal.SIGTERM, old)
+
+
+def test_requeue_stops_the_runs_then_requeues_the_task(ws, monkeypatch):
+    ws.expect_fingerprints()
+    ws('--slurm', '--python', 'fakepy', '--requeue', '--seeds', '0-1', '--runs-per-gpu', '2',
+       '--no-agg', 'configs/geaet/zinc.yaml')
+    path = next(ws.root.glob('results/_slurm/*[0-9].sbatch'))
+    env = dict(_task_env(ws, 0), SLURM_ARRAY_JOB_ID='77', FAKE_SECONDS='60')
+    task = subprocess.Popen(['bash', str(path)], cwd=ws.root, env=env,
+                            stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.time() + 60
+        while len([e for e in ws.events() if e.startswith('run ')]) < 2:
+            assert time.time() < deadline and task.poll() is None
+            time.sleep(0.1)
+        task.send_signal(signal.SIGUSR1)
+        _, err = task.communicate(timeout=30)
+    finally:
+        if task.poll() is None:
+            task.kill()
+    assert 'time limit near: stop the runs, requeue' in err
+    # Both runs were stopped (no done marker), then the task requeued itself.
+    assert not list(ws.root.glob('results/geaet-zinc/*/done'))
+    assert 'scontrol_77_0 requeue 77_0' in (ws.root / 'queries').read_text()

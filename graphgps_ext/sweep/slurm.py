@@ -262,11 +262,13 @@ def array_script(runs: Sequence[Run], python: Sequence[str], main: str,
     ]
     if opt.requeue:
         lines += [
-            '# Near the time limit (USR1): requeue this task and stop its runs, which',
-            '# resume from their last checkpoint (train.auto_resume True).',
-            'requeue() { echo "[$(date -Iseconds)] time limit near: requeue" >&2;',
-            '  scontrol requeue "${SLURM_ARRAY_JOB_ID}_${SLURM_ARRAY_TASK_ID}";',
-            '  kill -TERM ${pids[@]+"${pids[@]}"} 2>/dev/null; }',
+            '# Near the time limit (USR1): stop the runs (they resume from their last',
+            '# checkpoint: train.auto_resume True), then requeue this task. Requeueing',
+            "# first would send SIGTERM to every process of the job, the runs' W&B",
+            '# service included, while they close.',
+            'REQUEUE=0',
+            'requeue() { echo "[$(date -Iseconds)] time limit near: stop the runs, requeue" >&2;',
+            '  REQUEUE=1; kill -TERM ${pids[@]+"${pids[@]}"} 2>/dev/null; }',
             'trap requeue USR1',
         ]
     lines += [
@@ -277,8 +279,10 @@ def array_script(runs: Sequence[Run], python: Sequence[str], main: str,
         '    while kill -0 "$pid" 2>/dev/null; do wait "$pid"; r=$?; done',
         '    (( r > rc )) && rc=$r',
         'done',
-        'exit $rc',
     ]
+    if opt.requeue:
+        lines += ['(( REQUEUE )) && scontrol requeue "${SLURM_ARRAY_JOB_ID}_${SLURM_ARRAY_TASK_ID}"']
+    lines += ['exit $rc']
     return '\n'.join(lines) + '\n'
 
 
