@@ -161,6 +161,12 @@ def test_search_end_to_end(tmp_path, monkeypatch, capsys):
 def test_search_on_slurm_summarises_in_the_aggregation_job(tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv('PYTHON', 'python')
+    # No SLURM controller answers (whatever this machine has installed).
+    (tmp_path / 'bin').mkdir()
+    for name in ('scontrol', 'squeue', 'sinfo'):
+        (tmp_path / 'bin' / name).write_text('#!/bin/sh\nexit 1\n')
+        (tmp_path / 'bin' / name).chmod(0o755)
+    monkeypatch.setenv('PATH', f"{tmp_path / 'bin'}:{os.environ['PATH']}")
     (tmp_path / 'quick.yaml').write_text(open(QUICKSTART).read())
     (tmp_path / 'g.txt').write_text('gt.layers l [1,2,3]\noptim.base_lr lr [0.001,0.003]\n')
     assert cli.main(['quick.yaml', '--grid', 'g.txt', '--sample', '2', '--seeds', '0-2',
