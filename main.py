@@ -116,7 +116,10 @@ def seeds_of(args, base_seed: int) -> List[int]:
 
 
 def _sigterm(signum, frame):
-    # A scheduler's SIGTERM (preemption) is handled like Ctrl-C.
+    # A scheduler's SIGTERM (preemption) is handled like Ctrl-C. Once: a
+    # requeue sends SIGTERM again (scontrol requeue and the task's own), which
+    # would interrupt the clean-up (atexit handlers) with a traceback.
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
     raise KeyboardInterrupt
 
 

@@ -18,17 +18,32 @@ A :class:`RunLogger` owns every output a run writes besides checkpoints:
   ``wandb sync``. The environment variable ``WANDB_MODE``, when set, wins
   over ``wandb.mode``. W&B never prompts (``WANDB_SILENT``).
 
+After a kill (``kill -9``, an out-of-memory kill, a node failure) the
+loggers may hold less than the stats: TensorBoard flushes after the stats
+line is written, and W&B's service writes its file in the background. On
+resume :meth:`RunLogger.replay` makes them equal the record again: the
+TensorBoard scalars are rewritten from the stats (one event file holding
+every kept epoch; the earlier files, whose later epochs the resume
+discards, are removed once it is flushed), the epochs that no earlier W&B
+offline file holds are logged into the resumed W&B run (online: every kept
+epoch; W&B keeps those it lacks), and the ``best/*`` summary is logged
+again. :func:`tensorboard_scalars` and :func:`wandb_offline_records` read
+the files back.
+
 Only the main process writes (see :func:`~graphgps_ext.dist.is_main_process`).
 A write the disk refuses raises
 :class:`~graphgps_ext.files.ResultsWriteError`; a failing
 ``logging.log`` is reported once and the log goes on on the terminal.
 """
+import glob
 import json
 import logging
 import netrc
 import os
+import struct
 import sys
-from typing import Any, Dict, List, Optional
+import zlib
+from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple
 from urllib.parse import urlparse
 
 from graphgps_ext.dist import get_rank, is_main_process
@@ -163,6 +178,121 @@ def _fmt(value) -> str:
     return str(value)
 
 
+# --------------------------------------------------------------------------- reading back
+def _tfrecords(path: str) -> Iterator[bytes]:
+    """The payloads of a TFRecord file (length, crc, payload, crc); stops
+    at a record cut short (a killed writer)."""
+    with open(path, 'rb') as f:
+        while True:
+            head = f.read(12)
+            if len(head) < 12:
+                return
+            (length,) = struct.unpack('<Q', head[:8])
+            data = f.read(length)
+            if len(data) < length or len(f.read(4)) < 4:
+                return
+            yield data
+
+
+def event_files(run_dir: str) -> List[str]:
+    """The TensorBoard event files of a run, oldest first."""
+    return sorted(glob.glob(os.path.join(run_dir, 'events.out.tfevents.*')))
+
+
+def tensorboard_scalars(run_dir: str, exclude: Sequence[str] = ()
+                        ) -> Dict[str, Dict[int, float]]:
+    """``{tag: {step: value}}`` of the run's event files (but ``exclude``),
+    read in the order they were written; a later value of a step wins, and
+    a step written after later steps of its tag drops those (TensorBoard's
+    purge of orphaned data after a restart)."""
+    from tensorboardX.proto.event_pb2 import Event
+    out: Dict[str, Dict[int, float]] = {}
+    for path in event_files(run_dir):
+        if path in exclude:
+            continue
+        for data in _tfrecords(path):
+            try:
+                event = Event.FromString(data)
+            except Exception:  # noqa: BLE001 - a damaged record ends the file
+                break
+            for v in event.summary.value:
+                if v.WhichOneof('value') != 'simple_value':
+                    continue
+                steps = out.setdefault(v.tag, {})
+                for later in [s for s in steps if s > event.step]:
+                    del steps[later]
+                steps[event.step] = v.simple_value
+    return out
+
+
+#: Header of a W&B ``.wandb`` file and its record framing (LevelDB's log
+#: format: 32 KiB blocks of records ``crc32, length, type``).
+_WANDB_HEADER = b':W&B\xe1\xbe\x00'
+_WANDB_BLOCK = 32768
+
+
+def _wandb_payloads(path: str) -> Iterator[bytes]:
+    with open(path, 'rb') as f:
+        data = f.read()
+    if not data.startswith(_WANDB_HEADER):
+        return
+    pos, pending = len(_WANDB_HEADER), b''
+    while pos + 7 <= len(data):
+        left = _WANDB_BLOCK - pos % _WANDB_BLOCK
+        if left < 7:  # a block's zero-padded tail
+            pos += left
+            continue
+        crc, length, kind = struct.unpack('<IHB', data[pos:pos + 7])
+        body = data[pos + 7:pos + 7 + length]
+        if (kind == 0 or len(body) < length
+                or zlib.crc32(body, zlib.crc32(bytes([kind]))) & 0xFFFFFFFF != crc):
+            return  # cut short by a kill, or padding: the end of the record
+        pos += 7 + length
+        if kind == 1:  # full
+            yield body
+        elif kind == 2:  # first
+            pending = body
+        elif kind == 3:  # middle
+            pending += body
+        elif kind == 4:  # last
+            yield pending + body
+
+
+def wandb_offline_runs(run_dir: str) -> List[str]:
+    """The W&B offline run folders of a run, oldest first."""
+    return sorted(glob.glob(os.path.join(run_dir, 'wandb', 'offline-run-*')))
+
+
+def wandb_offline_records(run_dir: str, exclude: Sequence[str] = ()
+                          ) -> Tuple[Dict[int, Dict[str, Any]], Dict[str, Any]]:
+    """``(history {step: {key: value}}, summary {key: value})`` of the run's
+    W&B offline files (but the folders ``exclude``), in the order they were
+    written (a later value wins); records cut short by a kill end a file."""
+    from wandb.proto import wandb_internal_pb2 as pb
+    history: Dict[int, Dict[str, Any]] = {}
+    summary: Dict[str, Any] = {}
+
+    def key(item) -> str:
+        return item.key or '.'.join(item.nested_key)
+
+    for folder in wandb_offline_runs(run_dir):
+        if folder in exclude:
+            continue
+        for path in sorted(glob.glob(os.path.join(folder, '*.wandb'))):
+            for data in _wandb_payloads(path):
+                rec = pb.Record.FromString(data)
+                kind = rec.WhichOneof('record_type')
+                if kind == 'history':
+                    row = {key(i): json.loads(i.value_json) for i in rec.history.item}
+                    step = row.get('_step', rec.history.step.num)
+                    history.setdefault(int(step), {}).update(
+                        {k: v for k, v in row.items() if not k.startswith('_')})
+                elif kind == 'summary':
+                    for i in rec.summary.update:
+                        summary[key(i)] = json.loads(i.value_json)
+    return history, summary
+
+
 class RunLogger:
     """Writes a run's stats, summary lines, TensorBoard and W&B records.
 
@@ -183,6 +313,8 @@ class RunLogger:
         self.tb = None
         self.wandb = None
         self.wandb_id = wandb_id
+        self.wandb_mode: Optional[str] = None
+        self._tb_earlier: List[str] = []  # event files of earlier segments
         if not self.main:
             return
         for split in SPLITS:
@@ -190,6 +322,7 @@ class RunLogger:
                 os.makedirs(os.path.join(run_dir, split), exist_ok=True)
         if cfg.tensorboard.use:
             from tensorboardX import SummaryWriter
+            self._tb_earlier = event_files(run_dir)
             self.tb = SummaryWriter(logdir=run_dir)
         if cfg.wandb.use:
             self._init_wandb()
@@ -214,6 +347,7 @@ class RunLogger:
             config=cfg_to_dict(self.cfg),
             settings=wandb.Settings(silent=True, console='off'))
         self.wandb_id = self.wandb.id  # a new run's id, kept for resuming
+        self.wandb_mode = mode
 
     def log_epoch(self, epoch: int, records: Dict[str, Dict[str, Any]]):
         """Append ``records[split]`` to the stats files, log one line."""
@@ -254,10 +388,73 @@ class RunLogger:
                     self.wandb.summary[f'best/{split}/{k}'] = v
             self.wandb.summary['best/epoch'] = best['epoch']
 
+    def replay(self, last_epoch: int, best: Optional[Dict[str, Any]]) -> Dict[str, int]:
+        """After a resume from the checkpoint of ``last_epoch``: make the
+        TensorBoard and W&B records hold every epoch of the stats files
+        (already cut at ``last_epoch``) and log ``best`` again (``best.json``
+        and the W&B ``best/*`` summary). Returns the epochs replayed per
+        logger."""
+        done = {'tensorboard': 0, 'wandb': 0}
+        if not self.main:
+            return done
+        epochs: Dict[int, Dict[str, float]] = {}
+        for split in SPLITS:
+            path = os.path.join(self.run_dir, split, STATS_FILE)
+            if not os.path.exists(path):
+                continue
+            for rec in read_jsonl(path):
+                if rec['epoch'] <= last_epoch:
+                    epochs.setdefault(rec['epoch'], {}).update(
+                        {f'{split}/{k}': v for k, v in rec.items()
+                         if k != 'epoch' and isinstance(v, (int, float))})
+        if self.tb is not None:
+            for epoch in sorted(epochs):
+                for tag, v in epochs[epoch].items():
+                    self.tb.add_scalar(tag, v, epoch)
+            self.tb.flush()
+            for path in self._tb_earlier:  # the record is in this writer's file now
+                with write_guard(path):
+                    os.remove(path)
+            done['tensorboard'] = len(epochs)
+        if self.wandb is not None:
+            if self.wandb_mode == 'offline':
+                mine = os.path.dirname(os.path.normpath(self.wandb.dir))
+                try:
+                    have, _ = wandb_offline_records(self.run_dir, exclude=[mine])
+                except Exception as err:  # noqa: BLE001 - unreadable: replay all
+                    self.log.warning(f'could not read the earlier W&B offline files '
+                                     f'({err}); every epoch is logged again')
+                    have = {}
+            else:
+                have = {}
+            for epoch in sorted(epochs):
+                row = epochs[epoch]
+                if not set(row) <= set(have.get(epoch, {})):
+                    self.wandb.log(row, step=epoch)
+                    done['wandb'] += 1
+        if best is not None:
+            self.log_best(best)
+        return done
+
     def close(self, failed: bool = False):
         if self.tb is not None:
             self.tb.close()
             self.tb = None
         if self.wandb is not None:
-            self.wandb.finish(exit_code=1 if failed else 0)
-            self.wandb = None
+            run, self.wandb = self.wandb, None
+            try:
+                run.finish(exit_code=1 if failed else 0)
+            except Exception as err:  # noqa: BLE001 - see below
+                # The W&B service process was stopped with the run (a
+                # scheduler's SIGTERM reaches every process of the job).
+                # Release W&B's connection (and its exit hook, which would
+                # fail the same way); what the service wrote stays, and a
+                # resume logs the epochs its files lack (replay).
+                self.log.warning(f'W&B could not finish the run ({type(err).__name__}: '
+                                 f'{err}): its service had stopped; the offline files keep '
+                                 'what it wrote and a resume logs the epochs they lack')
+                import wandb
+                try:
+                    wandb.teardown(exit_code=1)
+                except Exception:  # noqa: BLE001 - the connection is gone already
+                    pass

@@ -171,10 +171,9 @@ def run_seed(cfg, cfg_file: Optional[str] = None,
             return dist.broadcast_object(_read_best(run_dir) if lock else None)
         run = prepare(cfg, plan, state)
         trainer = start(cfg, run_dir, run, plan, ident, callbacks)
-        began = time.perf_counter()
         best = train(trainer, lambda *drop: resume_command(
             cfg_file, opts, cfg.seed, drop))
-        finish(run_dir, trainer, best, ident, time.perf_counter() - began)
+        finish(run_dir, trainer, best, ident, trainer.elapsed())
         return best
     finally:
         if lock is not None:
@@ -352,14 +351,20 @@ def _resume(cfg, run_dir: str, run: SimpleNamespace, plan: Plan,
     except RuntimeError as err:
         raise StartRefused(str(err)) from None
     trainer.retune(plan.changes)
+    replayed = {}
     if dist.is_main_process():
         truncate_stats(run_dir, trainer.last_epoch)
-        if trainer.best is not None:
-            write_json(os.path.join(run_dir, 'best.json'), trainer.best)
+        # The loggers may have lost epochs the stats kept (a kill -9), and
+        # the best/* summary if the best came before the stop.
+        replayed = trainer.logger.replay(trainer.last_epoch, trainer.best)
         _write_run_files(cfg, run_dir, run.bundle, fingerprint(ident))
         append_history(run_dir, trainer.last_epoch, plan)
     log = get_logger()
     log.info(f'resumed after epoch {trainer.last_epoch + 1}')
+    if trainer.last_epoch >= 0 and any(replayed.values()):
+        log.info('loggers brought up to the stats: ' + ', '.join(
+            f'{n} {k} epoch(s)' for k, n in replayed.items() if n)
+            + (' (TensorBoard rewritten from the stats)' if replayed.get('tensorboard') else ''))
     if plan.changes:
         log.info(f'changed on resume, in effect from epoch '
                  f'{trainer.last_epoch + 2}: {format_changes(plan.changes, 20)} '
@@ -392,7 +397,7 @@ def _log_setup(cfg, run: SimpleNamespace, trainer: Trainer):
         f'{run.metric} ({run.mode}); device {run.device}'
         + (f'; {world_size} processes ({dist.backend_name()}), batch '
            f'{cfg.train.batch_size} per process = {run.global_batch} global, '
-           f'lr {trainer.optimizer.param_groups[0]["lr"]:.3g} '
+           f'base lr {cfg.optim.base_lr * dist.lr_scale(cfg, world_size):.3g} '
            f'(optim.lr_scaling {cfg.optim.lr_scaling})'
            if world_size > 1 else ''))
 
@@ -424,7 +429,9 @@ def train(trainer: Trainer, resume_cmd: Callable[..., str]
 
 def finish(run_dir: str, trainer: Trainer, best: Optional[Dict[str, Any]],
            ident: Dict[str, Any], seconds: float):
-    """Log the best epoch and write ``done`` (rank 0)."""
+    """Log the best epoch and write ``done`` (rank 0). ``seconds``: the
+    training time over every segment of the run (a resumed segment adds its
+    own to the earlier ones' up to their last checkpoint)."""
     metric = trainer.metric
     if best is not None:
         get_logger().info(f'best epoch {best["epoch"] + 1}: ' + ' | '.join(

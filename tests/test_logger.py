@@ -65,3 +65,131 @@ def read_events(path):
             (length,) = struct.unpack('<Q', head[:8])
             out.append(Event.FromString(f.read(length)))
             f.read(4)
+
+
+# --------------------------------------------------------------------------- kill -9
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+# main.py with a SIGKILL of its whole process group (the W&B service
+# included, as an out-of-memory kill or a node failure) at epoch KILL_AT:
+# 'unflushed' after the checkpoint of an epoch whose stats line was written
+# but whose TensorBoard and W&B records were not (still queued when killed),
+# 'logged' after every logger but before the checkpoint, 'saved' after the
+# checkpoint.
+KILLER = r'''
+import os, signal, sys
+sys.path.insert(0, os.environ['PROJECT_ROOT'])
+phase, at = os.environ.get('KILL_PHASE', ''), int(os.environ.get('KILL_AT', '-1'))
+from graphgps_ext import logger
+from graphgps_ext.train import loop
+log_epoch, save_last = logger.RunLogger.log_epoch, loop.Trainer.save_last
+
+def killed_log_epoch(self, epoch, records):
+    if epoch == at and phase == 'unflushed':
+        self.tb = self.wandb = None
+    log_epoch(self, epoch, records)
+    if epoch == at and phase == 'logged':
+        os.killpg(0, signal.SIGKILL)
+
+def killed_save_last(self):
+    save_last(self)
+    if self.last_epoch == at and phase in ('saved', 'unflushed'):
+        os.killpg(0, signal.SIGKILL)
+
+logger.RunLogger.log_epoch, loop.Trainer.save_last = killed_log_epoch, killed_save_last
+import main
+sys.exit(main.main(sys.argv[1:]))
+'''
+
+SMALL = ['dataset.tree_depth', '2', 'dataset.max_graphs', '0',
+         'gt.layer_type', 'GatedGCN+None+None', 'gt.layers', '1',
+         'gt.dim_hidden', '16', 'train.batch_size', '32',
+         'optim.base_lr', '0.01', 'optim.num_warmup_epochs', '1',
+         'optim.max_epoch', '10', 'tensorboard.use', 'True', 'wandb.use', 'True',
+         'wandb.mode', 'offline', 'train.auto_resume', 'True', 'run_name', 'k']
+
+
+def test_loggers_equal_the_stats_after_kill_9_and_resume(tmp_path):
+    import shutil
+    import subprocess
+    import sys
+
+    from graphgps_ext.logger import SPLITS, tensorboard_scalars, wandb_offline_records
+    from graphgps_ext.logger import wandb_offline_runs
+    shutil.copy(os.path.join(ROOT, 'configs', 'quickstart.yaml'), tmp_path / 'q.yaml')
+    (tmp_path / 'killer.py').write_text(KILLER)
+    env = {k: v for k, v in os.environ.items() if not k.startswith('WANDB_')}
+    env.update(PROJECT_ROOT=ROOT, PYTHONPATH=ROOT, HOME=str(tmp_path), OMP_NUM_THREADS='1',
+               PYTHONUNBUFFERED='1')
+    cmd = [sys.executable, str(tmp_path / 'killer.py'), '--cfg', str(tmp_path / 'q.yaml'),
+           *SMALL, 'dataset.dir', str(tmp_path / 'data'), 'out_dir', str(tmp_path / 'out')]
+    run_dir = tmp_path / 'out' / 'k' / '0'
+    for phase, at in (('unflushed', 2), ('logged', 5), ('saved', 7), ('', -1)):
+        proc = subprocess.run(cmd, cwd=tmp_path, env=dict(env, KILL_PHASE=phase,
+                                                          KILL_AT=str(at)),
+                              capture_output=True, text=True, timeout=600,
+                              start_new_session=True)
+        if phase:
+            assert proc.returncode == -9, proc.stdout[-2000:] + proc.stderr[-2000:]
+            assert [r['epoch'] for r in read_jsonl(str(run_dir / 'train' / STATS_FILE))][-1] == at
+        else:
+            assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert 'Traceback' not in proc.stderr
+    stats = {s: read_jsonl(str(run_dir / s / STATS_FILE)) for s in SPLITS}
+    assert [r['epoch'] for r in stats['train']] == list(range(10))
+    # TensorBoard: every scalar of every epoch, from one event file.
+    tb = tensorboard_scalars(str(run_dir))
+    # W&B: four offline segments of one run id; together they hold every
+    # epoch, and the last one's summary holds the current best.
+    segments = wandb_offline_runs(str(run_dir))
+    assert len(segments) == 4 and len({s.rsplit('-', 1)[1] for s in segments}) == 1
+    history, _ = wandb_offline_records(str(run_dir))
+    checked = 0
+    for split, records in stats.items():
+        for rec in records:
+            for key, value in rec.items():
+                if key == 'epoch' or not isinstance(value, (int, float)):
+                    continue
+                tag = f'{split}/{key}'
+                assert abs(tb[tag][rec['epoch']] - value) <= 1e-5 * max(1, abs(value)), tag
+                assert history[rec['epoch']][tag] == value, (tag, rec['epoch'])
+                checked += 1
+    assert checked > 10 * 3 * 3
+    assert set(tb['train/loss']) == set(range(10)) and set(history) == set(range(10))
+    assert len(glob.glob(str(run_dir / 'events.out.tfevents.*'))) == 1
+    _, last_summary = wandb_offline_records(str(run_dir), exclude=segments[:-1])
+    best = json.loads((run_dir / 'best.json').read_text())
+    assert last_summary['best/epoch'] == best['epoch']
+    metric = best['metric']
+    for split in SPLITS:
+        assert last_summary[f'best/{split}/{metric}'] == best[split][metric]
+    # done.seconds: every segment's training up to its last checkpoint.
+    done = json.loads((run_dir / 'done').read_text())
+    epochs_seconds = sum(r['time_epoch'] for s in SPLITS for r in stats[s])
+    assert done['seconds'] >= epochs_seconds, (done, epochs_seconds)
+    log = (run_dir / 'logging.log').read_text()
+    assert log.count('loggers brought up to the stats') >= 2, log
+
+
+def test_close_survives_a_stopped_wandb_service(tiny_cfg, tmp_path, monkeypatch, caplog):
+    """A job's SIGTERM stops W&B's service with the run: closing the logger
+    warns and releases W&B (no traceback, no failing exit hook)."""
+    import wandb
+
+    from graphgps_ext.logger import RunLogger
+
+    class Gone:
+        id = 'x'
+
+        def finish(self, exit_code=0):
+            raise ConnectionResetError('Connection lost')
+
+    torn = []
+    monkeypatch.setattr(wandb, 'teardown', lambda exit_code=None: torn.append(exit_code))
+    tiny_cfg.tensorboard.use = False
+    tiny_cfg.wandb.use = False
+    logger = RunLogger(tiny_cfg, str(tmp_path / 'run'), 'tiny')
+    logger.wandb = Gone()
+    logger.close(failed=True)
+    assert logger.wandb is None and torn == [1]
+    assert 'W&B could not finish the run (ConnectionResetError: Connection lost)' in caplog.text

@@ -7,9 +7,11 @@ aggregation job, its resources and the requeue margin."""
 import json
 import os
 import re
+import signal
 import stat
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -43,7 +45,7 @@ name = opts.get('run_name') or rel.rsplit('.', 1)[0].replace('/', '-')
 out = os.path.join(opts.get('out_dir', 'results'), name, seed)
 gpu = os.environ.get('CUDA_VISIBLE_DEVICES', 'unset')
 lock = os.path.join(os.environ.get('FAKE_LOCKS', '/nonexistent'), 'gpu' + gpu)
-if gpu not in ('unset', ''):
+if gpu not in ('unset', '') and not os.environ.get('FAKE_SHARE'):
     try:
         os.mkdir(lock)
     except OSError:
@@ -53,10 +55,10 @@ record(f'run {name} {seed} gpu={gpu} overwrite={int(overwrite)} extra=' + ' '.jo
 print(f'log line of {name} {seed}', flush=True)
 print(f'threads {os.environ.get("OMP_NUM_THREADS", "unset")}', flush=True)
 start = time.time()
-time.sleep(0.2)
+time.sleep(float(os.environ.get('FAKE_SECONDS', '0.2')))
 with open(os.environ['FAKE_EVENTS'] + '.spans', 'a') as f:
-    f.write(f'{start} {time.time()}\n')
-if gpu not in ('unset', ''):
+    f.write(f'{start} {time.time()} {gpu}\n')
+if gpu not in ('unset', '') and not os.environ.get('FAKE_SHARE'):
     os.rmdir(lock)
 if 'fail' in name:
     sys.exit(3)
@@ -74,6 +76,17 @@ if [[ -n ${FAKE_REFUSE:-} ]] && grep -q -- "$FAKE_REFUSE" "${@: -1}"; then
     echo "sbatch: error: Memory specification can not be satisfied" >&2; exit 1
 fi
 echo "$((1000 + n));cluster"
+'''
+
+# Stand-in SLURM queries: each prints $FAKE_<NAME> (scontrol: by subcommand)
+# and fails, as without a reachable controller, when it is unset.
+FAKE_QUERY = r'''#!/usr/bin/env bash
+name=$(basename "$0")
+[[ $name == scontrol ]] && name=scontrol_$2
+echo "$name $*" >>"$FAKE_SUBMIT/../queries"
+var=FAKE_${name^^}
+[[ -n ${!var+x} ]] || { echo "$name: error: Unable to contact slurm controller" >&2; exit 1; }
+printf '%s\n' "${!var}"
 '''
 
 CONFIGS = ('geaet/zinc.yaml', 'geaet/mnist.yaml', 'csa/zinc-rings.yaml', 'gt/fail.yaml')
@@ -98,6 +111,12 @@ def ws(tmp_path, monkeypatch, capsys):
     bin_dir.mkdir()
     _exe(bin_dir / 'fakepy', FAKE_PY)
     _exe(bin_dir / 'sbatch', FAKE_SBATCH)
+    for name in ('scontrol', 'squeue', 'sinfo'):
+        _exe(bin_dir / name, FAKE_QUERY)
+    for var in ('CONFIG', 'PARTITION'):
+        monkeypatch.delenv(f'FAKE_SCONTROL_{var}', raising=False)
+    for var in ('FAKE_SQUEUE', 'FAKE_SINFO'):
+        monkeypatch.delenv(var, raising=False)
     (tmp_path / 'main.py').write_text('# the runs use the stand-in interpreter\n')
     for d in ('locks', 'submit'):
         (tmp_path / d).mkdir()
@@ -106,7 +125,8 @@ def ws(tmp_path, monkeypatch, capsys):
     monkeypatch.setenv('FAKE_EVENTS', str(tmp_path / 'events'))
     monkeypatch.setenv('FAKE_LOCKS', str(tmp_path / 'locks'))
     monkeypatch.setenv('FAKE_SUBMIT', str(tmp_path / 'submit'))
-    monkeypatch.delenv('PYTHON', raising=False)
+    # The command lines below read 'python main.py ...' (default: sys.executable).
+    monkeypatch.setenv('PYTHON', 'python')
 
     def run(*args, check=True, main=cli.main):
         out = []
@@ -179,7 +199,7 @@ def test_overrides_decide_results_logs_skip_and_aggregation(ws):
     assert fp != base.fingerprint
     assert _runs(out) == [
         f'python main.py --cfg configs/geaet/zinc.yaml seed {s} run_name myvariant '
-        f'optim.base_lr 0.001 > results/myvariant/logs/seed{s}.log 2>&1' for s in (0, 1)]
+        f'optim.base_lr 0.001 >> results/myvariant/logs/seed{s}.log 2>&1' for s in (0, 1)]
     assert (f'# configs/geaet/zinc.yaml: results results/myvariant/<seed>, logs '
             f'results/myvariant/logs, fingerprint {fp}') in out
     assert out.rstrip().endswith(f'python -m graphgps_ext.agg results/myvariant '
@@ -187,7 +207,7 @@ def test_overrides_decide_results_logs_skip_and_aggregation(ws):
     assert 'nothing to run' not in out and 'results/geaet-zinc' not in out
     # out_dir decides the root the same way.
     _, out = ws('--dry-run', 'configs/geaet/zinc.yaml', '--', 'out_dir', 'elsewhere')
-    assert _runs(out)[0].endswith('> elsewhere/geaet-zinc/logs/seed0.log 2>&1')
+    assert _runs(out)[0].endswith('>> elsewhere/geaet-zinc/logs/seed0.log 2>&1')
     # Without overrides both seeds are complete.
     _, out = ws('--dry-run', 'configs/geaet/zinc.yaml', '--seeds', '0-1')
     assert _runs(out) == [] and '# skip geaet-zinc seed 1 (complete: results/geaet-zinc/1)' in out
@@ -225,7 +245,7 @@ def test_dry_run_globs_seeds_overrides(ws):
                 'optim.max_epoch', '5')
     runs = _runs(out)
     assert runs[0] == ('python main.py --cfg configs/geaet/mnist.yaml seed 0 '
-                       'optim.max_epoch 5 > results/geaet-mnist/logs/seed0.log 2>&1')
+                       'optim.max_epoch 5 >> results/geaet-mnist/logs/seed0.log 2>&1')
     assert _cfg_seed(runs) == [
         ('configs/geaet/mnist.yaml', '0'), ('configs/geaet/mnist.yaml', '1'),
         ('configs/geaet/mnist.yaml', '3'), ('configs/geaet/zinc.yaml', '0'),
@@ -243,7 +263,7 @@ def test_force_results_dir_no_agg(ws):
     _, out = ws('--dry-run', '--results', 'out', '--force', '--no-agg',
                 'configs/geaet/zinc.yaml')
     assert _runs(out) == ['python main.py --cfg configs/geaet/zinc.yaml --overwrite seed 0 '
-                          'out_dir out > out/geaet-zinc/logs/seed0.log 2>&1']
+                          'out_dir out >> out/geaet-zinc/logs/seed0.log 2>&1']
     assert '# rerun geaet-zinc seed 0 (complete; replaced: --overwrite)' in out
     assert 'graphgps_ext.agg' not in out
 
@@ -347,7 +367,7 @@ def test_cpu_jobs_run_side_by_side_with_a_share_of_the_cores(ws, monkeypatch):
     _, out = ws('--python', 'fakepy', '--cpu', '--jobs', '2', '--seeds', '0-3',
                 'configs/geaet/zinc.yaml')
     assert len([e for e in ws.events() if e.startswith('run ')]) == 4
-    spans = [tuple(map(float, line.split())) for line in
+    spans = [tuple(map(float, line.split()[:2])) for line in
              (ws.root / 'events.spans').read_text().splitlines()]
     at_once = [sum(a <= t < b for a, b in spans) for t, _ in spans]
     assert max(at_once) == 2  # two at a time, never more
@@ -366,7 +386,7 @@ def test_shell_wrappers(ws):
                           '0-1', '--', 'run_name', 'myvariant', 'optim.base_lr', '0.001'],
                          cwd=ws.root, capture_output=True, text=True, timeout=120, env=env)
     assert out.returncode == 0, out.stderr
-    assert '> results/myvariant/logs/seed1.log 2>&1' in out.stdout
+    assert '>> results/myvariant/logs/seed1.log 2>&1' in out.stdout
     assert 'python -m graphgps_ext.agg results/myvariant --fingerprint' in out.stdout
     out = subprocess.run(['bash', REPRODUCE, '--list', 'mna'], cwd=ROOT, capture_output=True,
                          text=True, timeout=120, env=env)
@@ -413,7 +433,8 @@ def test_slurm_array_and_dependent_aggregation(ws):
     assert 'SEEDS=( 1 2 3 0 1 2 3 )' in script  # geaet-zinc seed 0 is complete
     assert 'DIRS=( results/geaet-zinc/1 ' in script
     assert 'OVERRIDES=( optim.max_epoch 9 train.auto_resume True )' in script
-    assert 'scontrol requeue' in script and 'torch.distributed.run --standalone' in script
+    assert 'scontrol requeue' in script
+    assert 'graphgps_ext.sweep.torchrun --standalone' in script
     agg = (sub / 'script1').read_text()
     for line in ('#SBATCH --time=00:12:00', '#SBATCH --mem=2048M', '#SBATCH --cpus-per-task=1',
                  '#SBATCH --partition=gpu'):
@@ -508,7 +529,7 @@ def test_reproduce_maps_paper_and_table_to_configs_and_seeds(ws):
     assert '#   table4   configs/geaet/mnist.yaml' in out
     _, out = ws(*t, 'geaet', 'table3', '--dry-run', '--seeds', '0', main=reproduce.main)
     assert _runs(out) == ['python main.py --cfg configs/geaet/zinc.yaml seed 0 '
-                          '> results/geaet-zinc/logs/seed0.log 2>&1']
+                          '>> results/geaet-zinc/logs/seed0.log 2>&1']
     _, out = ws(*t, 'csa', '--dry-run', '--slurm', main=reproduce.main)
     assert '#SBATCH --job-name=ggx-csa' in out
     _, out = ws(*t, '--list', main=reproduce.main)
@@ -524,6 +545,7 @@ def test_reproduce_dry_run_lists_every_table_of_the_repo(paper, monkeypatch, cap
     """The shipped run/tables.tsv: every table of the paper with its runs,
     none skipped on a fresh results root."""
     monkeypatch.chdir(ROOT)
+    monkeypatch.setenv('PYTHON', 'python')
     assert reproduce.main([paper, '--dry-run', '--results', '/nonexistent-results']) == 0
     out = capsys.readouterr().out
     with open(os.path.join(ROOT, 'run', 'tables.tsv')) as f:
@@ -548,3 +570,280 @@ def test_repository_ships_no_runs():
     if git.returncode != 0:
         pytest.skip('not a git checkout')
     assert git.stdout == ''
+
+
+# --------------------------------------------------------------------------- cluster
+def _script_blocks(out):
+    """``{script path: text}`` of a dry run's printed scripts."""
+    blocks, name = {}, None
+    for line in out.splitlines():
+        m = re.match(r'# --- (\S+\.sbatch)', line)
+        if m:
+            name = m.group(1)
+            blocks[name] = []
+        elif line.startswith('# --- '):
+            name = None
+        elif name:
+            blocks[name].append(line)
+    return {k: '\n'.join(v) for k, v in blocks.items()}
+
+
+def test_slurm_cpu_jobs_request_no_gpu_and_hide_cuda(ws):
+    _, out = ws('--slurm', '--cpu', '--dry-run', '--cpus-per-task', '6', '--seeds', '0-1',
+                'configs/geaet/zinc.yaml')
+    array = next(v for k, v in _script_blocks(out).items() if not k.endswith('-agg.sbatch'))
+    assert not [ln for ln in array.splitlines() if ln.startswith('#SBATCH') and 'gpu' in ln
+                or 'gres' in ln]
+    assert 'export CUDA_VISIBLE_DEVICES=' in array.splitlines()
+    assert 'export OMP_NUM_THREADS=$(( ${SLURM_CPUS_PER_TASK:-1} / 1 ))' in array
+    # The default GPU job asks for one GPU per task.
+    _, out = ws('--slurm', '--dry-run', 'configs/geaet/zinc.yaml')
+    assert '#SBATCH --gpus-per-task=1' in out.splitlines()
+    assert 'export CUDA_VISIBLE_DEVICES=' not in out.split('-agg.sbatch')[0]
+
+
+@pytest.mark.parametrize('args,message', [
+    (['--slurm', '--cpu', '--jobs', '2'], '--jobs is for local CPU runs'),
+    (['--slurm', '--jobs', '2'], '--jobs is for local CPU runs'),
+    (['--slurm', '--cpu', '--gpus-per-task', '1'], '--cpu jobs request no GPU'),
+    (['--cpu', '--runs-per-gpu', '2'], '--runs-per-gpu shares GPUs'),
+    (['--runs-per-gpu', '2'], '--runs-per-gpu needs --gpus'),
+    (['--runs-per-gpu', '0', '--gpus', '0'], '--runs-per-gpu must be >= 1'),
+    (['--slurm', '--runs-per-gpu', '2', '--gpus-per-task', '2'], 'it needs --gpus-per-task 1'),
+    (['--gpus-per-task', '2'], '--gpus-per-task is a SLURM request'),
+    (['--max-array-size', '10'], '--max-array-size needs --slurm'),
+    (['--slurm', '--max-array-size', '0'], '--max-array-size must be >= 1'),
+])
+def test_contradictory_options_exit_2(ws, args, message):
+    rc, _ = ws(*args, '--dry-run', 'configs/geaet/zinc.yaml', check=False)
+    assert rc == 2 and message in ws.err, ws.err
+    assert 'Traceback' not in ws.err
+
+
+def test_sweep_beyond_the_array_limit_becomes_several_arrays(ws, monkeypatch):
+    # scontrol does not answer: SLURM's default MaxArraySize 1001.
+    _, out = ws('--slurm', '--dry-run', '--seeds', '0-2500', 'configs/geaet/zinc.yaml')
+    blocks = _script_blocks(out)
+    arrays = [v for k, v in blocks.items() if not k.endswith('-agg.sbatch')]
+    assert [re.search(r'#SBATCH --array=(\S+)', a).group(1) for a in arrays] == [
+        '0-1000', '0-1000', '0-498']
+    assert re.search(r'SEEDS=\( 2002 .* 2500 \)', arrays[2])
+    assert "exceed the array size 1001 (SLURM's default MaxArraySize" in out
+    assert '3 array jobs of 1001, 1001, 499 tasks; the aggregation after all of them' in out
+    assert re.search(r'sbatch --parsable --dependency=afterany:<jobid1>:<jobid2>:<jobid3> \S+-agg'
+                     r'\.sbatch', out)
+    assert not (ws.root / 'results').exists()
+    # The cluster's MaxArraySize, then the option.
+    monkeypatch.setenv('FAKE_SCONTROL_CONFIG', 'AccountingStorageType = none\n'
+                                               'MaxArraySize            = 600\nMaxJobCount = 1')
+    _, out = ws('--slurm', '--dry-run', '--seeds', '0-2500', 'configs/geaet/zinc.yaml')
+    assert '5 array jobs of 600, 600, 600, 600, 101 tasks' in out
+    assert '(MaxArraySize of scontrol show config)' in out
+    _, out = ws('--slurm', '--dry-run', '--seeds', '0-2500', '--max-array-size', '2000',
+                'configs/geaet/zinc.yaml')
+    assert '2 array jobs of 2000, 501 tasks' in out and '(--max-array-size)' in out
+    # Submitted: the aggregation depends on every array.
+    _, out = ws('--slurm', '--seeds', '0-2500', '--max-array-size', '1001',
+                'configs/geaet/zinc.yaml')
+    sub = ws.root / 'submit'
+    assert (sub / 'args3').read_text().split()[:2] == ['--parsable',
+                                                      '--dependency=afterany:1000:1001:1002']
+    assert 'SEEDS=( 1001 ' in (sub / 'script1').read_text()
+    assert 'submitted aggregation job 1003 (after 1000, 1001, 1002)' in out
+
+
+PARTITION = ('PartitionName=small AllowGroups=ALL Default=YES MaxNodes=UNLIMITED '
+             'MaxTime=1-00:00:00 MinNodes=0 State=UP TotalCPUs=6 MaxMemPerNode=UNLIMITED')
+
+
+@pytest.mark.parametrize('args,message', [
+    (['--mem', '32G'], '--mem 32G fits no node of partition \'small\' (its nodes have memory '
+                       '(MB) 8000, 16000): lower --mem'),
+    (['--cpus-per-task', '8'], '--cpus-per-task 8 fits no node'),
+    (['--gpus-per-task', '4'], '--gpus-per-task 4 fits no node'),
+    (['--time', '2-00:00:00'], '--time 2-00:00:00 exceeds the MaxTime of partition \'small\''),
+    (['--mem', '15G', '--cpus-per-task', '4', '--gpus-per-task', '0'],
+     "no node of partition 'small' has --mem 15G, --cpus-per-task 4"),
+    (['--agg-mem', '20G', '--mem', '4G'], '--agg-mem 20G fits no node'),
+])
+def test_requests_are_checked_against_the_partition(ws, monkeypatch, args, message):
+    monkeypatch.setenv('FAKE_SCONTROL_PARTITION', PARTITION)
+    monkeypatch.setenv('FAKE_SINFO', 'n1|16000|2|gpu:a100:2(S:0-1)\nn2|8000|4|(null)')
+    rc, _ = ws('--slurm', '--cpus-per-task', '2', '--mem', '4G', *args,
+               'configs/geaet/zinc.yaml', check=False)
+    assert rc == 2 and message in ws.err, ws.err
+    assert not list((ws.root / 'submit').iterdir())
+
+
+def test_partition_warning_and_a_partition_without_gpus(ws, monkeypatch):
+    monkeypatch.setenv('FAKE_SCONTROL_PARTITION', PARTITION)
+    monkeypatch.setenv('FAKE_SINFO', 'n1|16000|2|(null)\nn2|8000|4|(null)')
+    _, out = ws('--slurm', '--dry-run', '--cpu', '--mem', '12G', '--cpus-per-task', '2',
+                'configs/geaet/zinc.yaml')
+    assert ("# warning: 1 of the 2 nodes of partition 'small' fit --mem 12G "
+            '--cpus-per-task 2: the tasks wait for those nodes') in out
+    rc, _ = ws('--slurm', '--mem', '4G', '--cpus-per-task', '2', 'configs/geaet/zinc.yaml',
+               check=False)
+    assert rc == 2 and 'add --cpu (the partition has no GPU)' in ws.err
+    assert 'sinfo -h -N -p small' in (ws.root / 'queries').read_text()
+    # The partition asked for by name.
+    ws('--slurm', '--dry-run', '--cpu', '--mem', '4G', '--cpus-per-task', '2',
+       '--partition', 'small', 'configs/geaet/zinc.yaml')
+    assert 'show partition --oneliner small' in (ws.root / 'queries').read_text()
+
+
+def test_relaunch_skips_seeds_that_queued_tasks_or_live_runs_own(ws, monkeypatch):
+    ws('--slurm', '--seeds', '0-4', '--no-agg', '--runs-per-gpu', '2',
+       'configs/geaet/zinc.yaml', 'configs/geaet/mnist.yaml')
+    script = next(ws.root.glob('results/_slurm/*.sbatch'))
+    # Task 1 (seeds 2, 3 of geaet-zinc) pending, task 3 (mnist seeds 1, 2)
+    # requeued, task 2 (zinc 4, mnist 0) finished, task 0 never listed.
+    monkeypatch.setenv('FAKE_SQUEUE', f'1000_1|PENDING|{script}\n1000_3|REQUEUED|{script}\n'
+                                      f'1000_2|COMPLETED|{script}\n999|RUNNING|/x/other.sh')
+    _, out = ws('--slurm', '--dry-run', '--seeds', '0-4', '--no-agg',
+                'configs/geaet/zinc.yaml', 'configs/geaet/mnist.yaml')
+    for name, seed, task, state in (('geaet-zinc', 2, '1000_1', 'PENDING'),
+                                    ('geaet-zinc', 3, '1000_1', 'PENDING'),
+                                    ('geaet-mnist', 1, '1000_3', 'REQUEUED'),
+                                    ('geaet-mnist', 2, '1000_3', 'REQUEUED')):
+        assert (f'# skip {name} seed {seed} (owned by SLURM task {task} {state}, same config)'
+                in out)
+    assert 'SEEDS=( 0 1 4 0 3 4 )' in out
+    assert '6 runs' in out and '4 owned by other runs skipped' in out
+    # Another config of a queued seed is not started beside it either.
+    _, out = ws('--slurm', '--dry-run', '--seeds', '2', '--no-agg', 'configs/geaet/zinc.yaml',
+                '--', 'optim.max_epoch', '7')
+    assert ('# skip geaet-zinc seed 2 (owned by SLURM task 1000_1 PENDING, another config: '
+            'rerun it after that task ends)') in out
+    # A live run's seed lock, locally.
+    from graphgps_ext.seed_folder import SeedLock
+    with SeedLock(str(ws.root / 'results' / 'geaet-zinc' / '0')):
+        _, out = ws('--cpu', '--dry-run', '--seeds', '0-1', 'configs/geaet/zinc.yaml')
+    assert f'# skip geaet-zinc seed 0 (owned by a live run: pid {os.getpid()} on host' in out
+    assert len(_runs(out)) == 1
+
+
+def test_local_logs_are_appended(ws):
+    ws.expect_fingerprints()
+    for _ in range(2):
+        ws('--python', 'fakepy', '--cpu', '--force', 'configs/geaet/zinc.yaml')
+    log = (ws.root / 'results' / 'geaet-zinc' / 'logs' / 'seed0.log').read_text()
+    assert log.count('log line of geaet-zinc 0') == 2
+    assert log.count('main.py --cfg configs/geaet/zinc.yaml') == 2
+
+
+def test_aggregation_job_without_a_complete_seed_exits_0(ws):
+    done(ws.root, 'results/geaet-zinc', 0, 'configs/geaet/zinc.yaml', 'optim.max_epoch', '3')
+    done(ws.root, 'results/geaet-mnist', 0, 'configs/geaet/mnist.yaml')
+    ws('--slurm', '--python', 'fakepy', '--rerun-stale', '--seeds', '0',
+       'configs/geaet/zinc.yaml', 'configs/geaet/mnist.yaml')
+    agg = (ws.root / 'submit' / 'script1').read_text()
+    out = subprocess.run(['bash', '-c', agg], cwd=ws.root, capture_output=True, text=True,
+                         timeout=30)
+    assert out.returncode == 0, out.stderr
+    assert 'no complete seed of results/geaet-zinc' in out.stdout and 'not aggregated' in out.stdout
+    assert [e.split(' --')[0] for e in ws.events()] == ['agg results/geaet-mnist']
+
+
+def test_grid_dry_run_writes_nothing(ws):
+    (ws.root / 'g.txt').write_text('optim.base_lr lr [0.01,0.001]\n')
+    _, out = ws('--grid', 'g.txt', '--dry-run', '--seeds', '0-1', 'configs/geaet/zinc.yaml')
+    assert not (ws.root / 'results').exists()
+    runs = _runs(out)
+    assert len(runs) == 4
+    assert runs[0].startswith('python main.py --cfg results/_search/zinc_grid_g/configs/'
+                              'zinc-lr=0.01.yaml seed 0 >> results/zinc_grid_g/zinc-lr=0.01/logs/seed0.log')
+    _, out = ws('--grid', 'g.txt', '--slurm', '--dry-run', 'configs/geaet/zinc.yaml')
+    assert not (ws.root / 'results').exists() and 'CFGS=( results/_search/zinc_grid_g/' in out
+
+
+def test_scripts_use_the_launching_interpreter(ws, monkeypatch):
+    monkeypatch.delenv('PYTHON')
+    _, out = ws('--slurm', '--dry-run', 'configs/geaet/zinc.yaml')
+    assert f'{sys.executable} main.py --cfg' in out
+    assert f'{sys.executable} -m graphgps_ext.agg results/geaet-zinc' in out
+
+
+def test_runs_per_gpu_locally_share_each_gpu(ws, monkeypatch):
+    ws.expect_fingerprints()
+    monkeypatch.setenv('FAKE_SHARE', '1')
+    monkeypatch.setenv('FAKE_SECONDS', '0.6')
+    _, out = ws('--python', 'fakepy', '--gpus', '0,1', '--runs-per-gpu', '2', '--seeds', '0-7',
+                'configs/geaet/zinc.yaml')
+    spans = [line.split() for line in (ws.root / 'events.spans').read_text().splitlines()]
+    assert len(spans) == 8 and {g for _, _, g in spans} == {'0', '1'}
+    for gpu in ('0', '1'):
+        mine = [(float(a), float(b)) for a, b, g in spans if g == gpu]
+        at_once = [sum(a <= t < b for a, b in mine) for t, _ in mine]
+        assert max(at_once) == 2, (gpu, mine)  # two runs share the GPU, never three
+    assert [e.split(' --')[0] for e in ws.events() if e.startswith('agg')] == [
+        'agg results/geaet-zinc']
+    _, out = ws('--gpus', '0,1', '--runs-per-gpu', '3', '--dry-run', '--force',
+                'configs/geaet/zinc.yaml')
+    assert '# GPU queue on 0,1: 3 run(s) per GPU at a time' in out
+
+
+def test_runs_per_gpu_in_a_slurm_task(ws, monkeypatch):
+    ws.expect_fingerprints()
+    ws('--slurm', '--python', 'fakepy', '--seeds', '0-4', '--runs-per-gpu', '2',
+       '--cpus-per-task', '8', 'configs/geaet/zinc.yaml')
+    script = (ws.root / 'submit' / 'script0').read_text()
+    assert '#SBATCH --array=0-2' in script and 'K=2' in script
+    assert '#SBATCH --gpus-per-task=1' in script
+    path = next(ws.root.glob('results/_slurm/*[0-9].sbatch'))
+    monkeypatch.setenv('FAKE_SECONDS', '0.6')
+    env = dict(_task_env(ws, 0), SLURM_CPUS_PER_TASK='8')
+    subprocess.run(['bash', str(path)], cwd=ws.root, check=True, timeout=30, env=env)
+    spans = [tuple(map(float, ln.split()[:2])) for ln in
+             (ws.root / 'events.spans').read_text().splitlines()]
+    assert len(spans) == 2 and spans[0][0] < spans[1][1] and spans[1][0] < spans[0][1]
+    log = (ws.root / 'results' / 'geaet-zinc' / 'logs' / 'seed1.log').read_text()
+    assert 'threads 4' in log  # 8 CPUs / 2 runs
+    subprocess.run(['bash', str(path)], cwd=ws.root, check=True, timeout=30,
+                   env=_task_env(ws, 2))
+    assert [e.split(' gpu')[0] for e in ws.events()] == [
+        'run geaet-zinc 0', 'run geaet-zinc 1', 'run geaet-zinc 4'] or \
+        sorted(e.split(' gpu')[0] for e in ws.events()[:2]) == ['run geaet-zinc 0',
+                                                                 'run geaet-zinc 1']
+    assert ws.events()[2].startswith('run geaet-zinc 4')
+
+
+def test_requeue_stops_quietly():
+    """A second SIGTERM (scontrol requeue and the task's own) does not
+    interrupt main.py's clean-up; torchrun stopped by a signal prints one
+    line, no traceback."""
+    import signal
+    sys.path.insert(0, ROOT)
+    import main as entry
+    old = signal.getsignal(signal.SIGTERM)
+    try:
+        signal.signal(signal.SIGTERM, entry._sigterm)
+        with pytest.raises(KeyboardInterrupt):
+            entry._sigterm(signal.SIGTERM, None)
+        assert signal.getsignal(signal.SIGTERM) == signal.SIG_IGN
+    finally:
+        signal.signal(signal.SIGTERM, old)
+
+
+def test_requeue_stops_the_runs_then_requeues_the_task(ws, monkeypatch):
+    ws.expect_fingerprints()
+    ws('--slurm', '--python', 'fakepy', '--requeue', '--seeds', '0-1', '--runs-per-gpu', '2',
+       '--no-agg', 'configs/geaet/zinc.yaml')
+    path = next(ws.root.glob('results/_slurm/*[0-9].sbatch'))
+    env = dict(_task_env(ws, 0), SLURM_ARRAY_JOB_ID='77', FAKE_SECONDS='60')
+    task = subprocess.Popen(['bash', str(path)], cwd=ws.root, env=env,
+                            stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.time() + 60
+        while len([e for e in ws.events() if e.startswith('run ')]) < 2:
+            assert time.time() < deadline and task.poll() is None
+            time.sleep(0.1)
+        task.send_signal(signal.SIGUSR1)
+        _, err = task.communicate(timeout=30)
+    finally:
+        if task.poll() is None:
+            task.kill()
+    assert 'time limit near: stop the runs, requeue' in err
+    # Both runs were stopped (no done marker), then the task requeued itself.
+    assert not list(ws.root.glob('results/geaet-zinc/*/done'))
+    assert 'scontrol_77_0 requeue 77_0' in (ws.root / 'queries').read_text()

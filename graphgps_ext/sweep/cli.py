@@ -3,15 +3,17 @@ import argparse
 import os
 import re
 import shlex
+import shutil
 import subprocess
 import sys
+import tempfile
 from typing import Callable, List, Optional, Sequence, Tuple
 
 from graphgps_ext.sweep import grid as gridlib
 from graphgps_ext.sweep import local, slurm
 from graphgps_ext.sweep.plan import (Plan, SweepError, Target, agg_command, expand_config,
-                                     main_command, make_plan, override_keys, parse_seeds,
-                                     read_plan)
+                                     main_command, make_plan, never_leaves_warmup,
+                                     override_keys, parse_seeds, read_plan)
 
 PROG = 'python -m graphgps_ext.sweep'
 
@@ -77,16 +79,24 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument('--gpus', metavar='LIST',
                    help='GPU queue, e.g. 0,1,2,3: one run per GPU at a time '
                         '(CUDA_VISIBLE_DEVICES); the next run starts when a GPU frees up')
+    g.add_argument('--runs-per-gpu', type=int, default=1, metavar='K',
+                   help='with --gpus: K runs at a time per GPU (each its own process); '
+                        'with --slurm: K runs per array task, side by side on its GPU '
+                        '(default 1)')
     g.add_argument('--cpu', action='store_true',
                    help="on the CPU (CUDA_VISIBLE_DEVICES=''), sequential unless --jobs")
     g.add_argument('--jobs', type=int, default=1, metavar='N',
-                   help='with --cpu: N runs at a time, each with OMP_NUM_THREADS = '
+                   help='with --cpu (local): N runs at a time, each with OMP_NUM_THREADS = '
                         'CPU cores / N (unless OMP_NUM_THREADS is set)')
     g = p.add_argument_group(
         'SLURM', 'With --slurm the runs become an array job (one task per run still to do;\n'
                  'scripts in <results>/_slurm/) and the aggregation a dependent job\n'
-                 '(--dependency=afterany). With --gpus-per-task G > 1 or --nodes N > 1\n'
-                 'every run is data parallel on N nodes x G GPUs (srun + torchrun).')
+                 '(--dependency=afterany on every array). A sweep larger than the\n'
+                 "cluster's MaxArraySize becomes several arrays. With --gpus-per-task\n"
+                 'G > 1 or --nodes N > 1 every run is data parallel on N nodes x G GPUs\n'
+                 '(srun + torchrun); with --cpu the tasks request no GPU. The requests\n'
+                 'are checked against the partition (scontrol, sinfo) before submitting,\n'
+                 'and seeds that queued or running tasks own are skipped (squeue).')
     g.add_argument('--slurm', action='store_true', help='submit with sbatch')
     g.add_argument('--throttle', type=int, metavar='N',
                    help='at most N array tasks at once (--array=...%%N)')
@@ -95,9 +105,15 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument('--partition', default='', metavar='P')
     g.add_argument('--account', default='', metavar='A')
     g.add_argument('--nodes', type=int, default=1, metavar='N', help='nodes per run (default 1)')
-    g.add_argument('--gpus-per-task', type=int, default=1, metavar='G',
-                   help='GPUs per run and node (default 1; 0 = none)')
+    g.add_argument('--gpus-per-task', type=int, default=None, metavar='G',
+                   help='GPUs per run and node (default 1, with --cpu 0)')
     g.add_argument('--cpus-per-task', type=int, default=4, metavar='C', help='CPUs per task (default 4)')
+    g.add_argument('--max-array-size', type=int, default=None, metavar='N',
+                   help="tasks per array job at most (default: the cluster's MaxArraySize "
+                        'from scontrol show config, else 1001)')
+    g.add_argument('--no-partition-check', action='store_true',
+                   help='submit without checking --mem, --cpus-per-task, --gpus-per-task, '
+                        '--time and --nodes against the partition')
     g.add_argument('--requeue', action='store_true',
                    help='requeue on preemption and shortly before the time limit (a tenth '
                         'of it, at most 5 min); the run resumes from its last checkpoint '
@@ -115,8 +131,9 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument('--results', default=None, metavar='DIR',
                    help="results root (passed as the override out_dir; default: the "
                         "config's out_dir)")
-    g.add_argument('--python', default=os.environ.get('PYTHON') or 'python', metavar='CMD',
-                   help='Python interpreter of the runs (default: $PYTHON or python)')
+    g.add_argument('--python', default=os.environ.get('PYTHON') or sys.executable,
+                   metavar='CMD', help='Python interpreter of the runs (default: $PYTHON or '
+                                       'the interpreter running the launcher)')
     g.add_argument('--main', default='main.py', metavar='FILE',
                    help='entry point (default main.py)')
     g.add_argument('--no-agg', action='store_true', help='skip the aggregation')
@@ -155,9 +172,28 @@ def _check(args, overrides: List[str]):
         raise SweepError('--cpu and --gpus are exclusive')
     if args.jobs < 1:
         raise SweepError(f'--jobs must be >= 1, got {args.jobs}')
+    if args.jobs > 1 and args.slurm:
+        raise SweepError('--jobs is for local CPU runs: a SLURM array runs its tasks side by '
+                         'side (--throttle N limits them; --cpus-per-task sets their CPUs)')
     if args.jobs > 1 and not args.cpu:
         raise SweepError('--jobs runs several runs at a time on the CPU: add --cpu '
                          '(GPU queues run one run per GPU: --gpus)')
+    if args.runs_per_gpu < 1:
+        raise SweepError(f'--runs-per-gpu must be >= 1, got {args.runs_per_gpu}')
+    if args.runs_per_gpu > 1 and args.cpu:
+        raise SweepError('--runs-per-gpu shares GPUs; on the CPU use --jobs N '
+                         '(local) or one run per task (--slurm --cpu)')
+    if args.runs_per_gpu > 1 and not (args.gpus or args.slurm):
+        raise SweepError('--runs-per-gpu needs --gpus LIST (local) or --slurm')
+    if args.slurm and args.cpu and args.gpus_per_task:
+        raise SweepError(f'--cpu jobs request no GPU: drop --gpus-per-task '
+                         f'{args.gpus_per_task}')
+    if args.gpus_per_task is not None and not args.slurm:
+        raise SweepError('--gpus-per-task is a SLURM request: add --slurm (locally: --gpus)')
+    if args.max_array_size is not None and not args.slurm:
+        raise SweepError('--max-array-size needs --slurm')
+    if args.max_array_size is not None and args.max_array_size < 1:
+        raise SweepError(f'--max-array-size must be >= 1, got {args.max_array_size}')
     if args.gpus and not re.fullmatch(r'\d+(,\d+)*', args.gpus):
         raise SweepError(f"--gpus must be a comma-separated list of GPU ids, got '{args.gpus}'")
     if args.sample is not None and not args.grid:
@@ -191,11 +227,13 @@ def _has_complete(target: Target) -> bool:
 
 
 # --------------------------------------------------------------------------- search
-def _grid_pairs(args, overrides: List[str], seeds: List[int], say
+def _grid_pairs(args, overrides: List[str], seeds: List[int], say, scratch: Optional[str] = None
                 ) -> Tuple[List[Tuple[str, List[int]]], List[str], str, dict]:
     """Write the point configs of the search; returns the pairs to run, the
     runs' overrides (without ``out_dir``: each point config holds it), the
-    search folder and the search record (without fingerprints)."""
+    search folder and the search record (without fingerprints). With
+    ``scratch`` (a dry run) the configs are written there instead, and the
+    record names the paths they would have."""
     from graphgps_ext.config import closest, flatten, read_yaml
     from graphgps_ext.run_config import load_cfg
     from graphgps_ext.sweep.plan import resolve
@@ -225,20 +263,22 @@ def _grid_pairs(args, overrides: List[str], seeds: List[int], say
     cfg_dir = os.path.join(search_dir, 'configs')
     pts = gridlib.points(gridlib.stem(base), grids, args.sample, args.sample_seed)
     base_yaml = read_yaml(base)
-    os.makedirs(cfg_dir, exist_ok=True)
     names = {f'{p.name}.yaml' for p in pts}
-    for old in os.listdir(cfg_dir):  # points of an earlier search of this name
-        if old.endswith('.yaml') and old not in names:
-            os.remove(os.path.join(cfg_dir, old))
+    if scratch is None:
+        os.makedirs(cfg_dir, exist_ok=True)
+        for old in os.listdir(cfg_dir):  # points of an earlier search of this name
+            if old.endswith('.yaml') and old not in names:
+                os.remove(os.path.join(cfg_dir, old))
     pairs, record = [], []
     for p in pts:
-        path = os.path.join(cfg_dir, f'{p.name}.yaml')
+        path = os.path.join(scratch or cfg_dir, f'{p.name}.yaml')
         tree = gridlib.point_config(base_yaml, p, out_dir=os.path.join(root, task),
                                     run_name=p.name)
         gridlib.write_yaml(path, tree, f'Point {p.name} of the search {task}: {base} with '
                                        f'{args.grid}\n(python -m graphgps_ext.sweep --grid).')
         pairs.append((path, seeds))
-        record.append({'name': p.name, 'config': path, 'values': p.values})
+        record.append({'name': p.name, 'config': os.path.join(cfg_dir, f'{p.name}.yaml'),
+                       'values': p.values})
     say(f'# search {task}: {len(pts)} of {gridlib.grid_size(grids)} points x {len(seeds)} '
         f'seed(s); configs in {cfg_dir}')
     run_opts = []
@@ -271,7 +311,8 @@ def summarize_command(search_dir: str, say: Callable[[str], None] = print) -> in
     b = best[0]
     metric = search.get('metric')
     say(f"chosen: {b.point['name']} (val {metric} {gridlib._fmt(b.val)}, test {metric} "
-        f'{gridlib._fmt(b.test)}, {b.seeds} seed(s))')
+        f'{gridlib._fmt(b.test)}, {b.seeds} seed(s))'
+        + (f" [{' and '.join(b.flags)}: see the warnings above]" if b.flags else ''))
     chosen = os.path.join(search_dir, 'chosen.yaml')
     say(f"summary: {os.path.join(search_dir, 'summary.csv')}; chosen config: {chosen}")
     say(f'final run: {PROG} {chosen} --seeds 0-9'
@@ -304,48 +345,86 @@ def _main(args, overrides: List[str], plan_pairs, say) -> int:
     if args.resume or args.requeue:
         run_opts += ['train.auto_resume', 'True']
     search_dir = search = None
-    if args.grid:
-        seeds = parse_seeds(args.seeds if args.seeds is not None else '0')
-        pairs, run_opts, search_dir, search = _grid_pairs(args, run_opts, seeds, say)
-    else:
-        pairs = _pairs(args, plan_pairs)
-    plan = make_plan(pairs, run_opts, force=args.force, rerun_stale=args.rerun_stale)
+    scratch = tempfile.mkdtemp(prefix='ggx-search-') if args.grid and args.dry_run else None
+    try:
+        if args.grid:
+            seeds = parse_seeds(args.seeds if args.seeds is not None else '0')
+            pairs, run_opts, search_dir, search = _grid_pairs(args, run_opts, seeds, say,
+                                                              scratch)
+        else:
+            pairs = _pairs(args, plan_pairs)
+        plan = make_plan(pairs, run_opts, force=args.force, rerun_stale=args.rerun_stale)
+    finally:
+        if scratch is not None:
+            shutil.rmtree(scratch, ignore_errors=True)
     if search is not None:
-        _write_search(search_dir, search, plan)
+        for t, p in zip(plan.targets, search['points']):
+            t.config = p['config']  # a dry run's scratch copy: the path it would have
+        if not args.dry_run:
+            _write_search(search_dir, search, plan)
         aggs = [[*python, '-m', 'graphgps_ext.sweep', '--summarize', search_dir]]
     else:
         aggs = [agg_command(python, t) for t in plan.targets]
     if args.no_agg:
         aggs = []
+    for line in warmup_warnings(plan.targets):
+        say(line)
     opt = slurm.SlurmOptions(
         time=args.time, mem=args.mem, partition=args.partition, account=args.account,
-        nodes=args.nodes, gpus_per_task=args.gpus_per_task, cpus_per_task=args.cpus_per_task,
+        nodes=args.nodes,
+        gpus_per_task=(0 if args.cpu else 1) if args.gpus_per_task is None else args.gpus_per_task,
+        cpus_per_task=args.cpus_per_task,
         throttle=args.throttle, requeue=args.requeue,
         job_name=args.job_name or f"ggx-{search['task'] if search else plan.targets[0].name}",
         sbatch_opts=args.sbatch_opt,
-        agg_time=args.agg_time, agg_mem=args.agg_mem, agg_cpus=args.agg_cpus)
+        agg_time=args.agg_time, agg_mem=args.agg_mem, agg_cpus=args.agg_cpus,
+        cpu=args.cpu, runs_per_task=args.runs_per_gpu if args.slurm else 1)
     if args.slurm:
         opt.check()
+    owners = slurm.queued_owners() if args.slurm else None
+    if args.slurm and owners is None and not args.dry_run:
+        say('# squeue did not answer: seeds owned by queued tasks not checked (a task '
+            'whose seed is running elsewhere stops at its seed lock)')
+    plan.claim_owned(owners or {})
     skipped = (f'{len(plan.complete)} complete run(s) skipped'
-               + (f', {len(plan.stale)} stale skipped' if plan.stale else ''))
+               + (f', {len(plan.stale)} stale skipped' if plan.stale else '')
+               + (f', {len(plan.owned)} owned by other runs skipped' if plan.owned else ''))
     notes = plan.notes()
     for line in notes:  # complete seeds only in a dry run; the others always
-        if args.dry_run or not line.startswith('# skip') or 'stale' in line:
+        if args.dry_run or not line.startswith('# skip') or 'complete' not in line:
             say(line)
     if plan.runs and not args.dry_run and not os.path.isfile(args.main):
         raise SweepError(f"entry point '{args.main}' not found: run from the repository "
                          'root or pass --main')
     if args.slurm:  # scripts in <results root>/_slurm (a search's root, not its folder)
         root = os.path.dirname(search['results']) if search else plan.targets[0].out_dir
-        return _slurm(args, plan, python, opt, aggs, skipped, os.path.join(root, '_slurm'), say)
+        folders = None if search else [(t.folder, t.fingerprint) for t in plan.targets]
+        return _slurm(args, plan, python, opt, aggs, folders, skipped,
+                      os.path.join(root, '_slurm'), say)
     return _local(args, plan, python, aggs, skipped, search_dir, say)
+
+
+def warmup_warnings(targets: Sequence[Target]) -> List[str]:
+    """A warning per config whose runs never leave the learning-rate
+    warm-up (:func:`~graphgps_ext.sweep.plan.never_leaves_warmup`): their
+    results say nothing about the config."""
+    out = []
+    for t in targets:
+        if never_leaves_warmup(t.identity):
+            i = t.identity
+            out.append(f"# warning: {t.name}: optim.max_epoch {i['optim.max_epoch']} <= "
+                       f"optim.num_warmup_epochs {i['optim.num_warmup_epochs']}: the "
+                       f"learning rate never leaves the warm-up ({i['optim.scheduler']}); "
+                       'raise optim.max_epoch or lower optim.num_warmup_epochs')
+    return out
 
 
 def _local(args, plan: Plan, python, aggs, skipped: str, search_dir, say) -> int:
     devices = (args.gpus.split(',') if args.gpus else [] if args.cpu else None)
     threads = local.threads_per_job(args.jobs)
+    k = args.runs_per_gpu
     if args.dry_run:
-        say('# ' + (f'GPU queue on {args.gpus}: one run per GPU at a time '
+        say('# ' + (f'GPU queue on {args.gpus}: {k} run(s) per GPU at a time '
                     '(CUDA_VISIBLE_DEVICES=<gpu>)' if args.gpus else
                     f"{args.jobs} runs at a time on CPU (CUDA_VISIBLE_DEVICES='', "
                     f'OMP_NUM_THREADS={threads})' if args.jobs > 1 else
@@ -354,7 +433,7 @@ def _local(args, plan: Plan, python, aggs, skipped: str, search_dir, say) -> int
             say(f'# {t.config}: results {t.folder}/<seed>, logs {t.folder}/logs, '
                 f'fingerprint {t.fingerprint}')
         for run in plan.runs:
-            say(f'{shlex.join(main_command(python, args.main, run))} > '
+            say(f'{shlex.join(main_command(python, args.main, run))} >> '
                 f'{shlex.quote(run.log)} 2>&1')
         say(f'# {len(plan.runs)} run(s), {skipped}')
         if aggs:
@@ -364,7 +443,7 @@ def _local(args, plan: Plan, python, aggs, skipped: str, search_dir, say) -> int
         return 0
     say(f'# {len(plan.runs)} run(s) to do, {skipped}')
     failed = local.run_all(plan.runs, python, args.main, devices, say,
-                           jobs=args.jobs, threads=threads)
+                           jobs=args.jobs, threads=threads, per_gpu=k)
     agg_failed = False
     if aggs and search_dir is not None:
         agg_failed = subprocess.run(aggs[0]).returncode not in (0,)
@@ -386,48 +465,82 @@ def _local(args, plan: Plan, python, aggs, skipped: str, search_dir, say) -> int
     return 0
 
 
-def _slurm(args, plan: Plan, python, opt: slurm.SlurmOptions, aggs, skipped: str,
+def _slurm(args, plan: Plan, python, opt: slurm.SlurmOptions, aggs, folders, skipped: str,
            slurm_dir: str, say) -> int:
     if not plan.runs:
         say(f'# nothing to run: all {len(plan.complete)} runs are complete'
-            + (f' ({len(plan.stale)} stale skipped)' if plan.stale else ''))
+            + (f' ({len(plan.stale)} stale skipped)' if plan.stale else '')
+            + (f' ({len(plan.owned)} owned by queued or running tasks)' if plan.owned else ''))
         if args.dry_run:
             for cmd in aggs:
                 say(shlex.join(cmd))
         return 0
+    if args.no_partition_check:
+        say('# partition not checked (--no-partition-check)')
+    else:
+        part = slurm.partition_info(opt.partition)
+        if part is None:
+            say(f"# partition {opt.partition or '(default)'} not checked: scontrol show "
+                'partition did not answer')
+        else:
+            for line in slurm.check_partition(opt, part):
+                say(line)
+    if args.max_array_size is not None:
+        size, source = args.max_array_size, '--max-array-size'
+    else:
+        size, source = slurm.max_array_size()
+    parts = slurm.split(plan.runs, size, opt.runs_per_task)
     root = os.getcwd()
     slurm_dir = os.path.join(root, slurm_dir)
-    script, agg = slurm.script_paths(slurm_dir, opt.job_name)
-    array_text = slurm.array_script(plan.runs, python, args.main, opt, root, slurm_dir, script)
-    agg_text = slurm.agg_script(aggs, opt, root, slurm_dir) if aggs else None
+    scripts, agg = slurm.script_paths(slurm_dir, opt.job_name, len(parts))
+    texts = [slurm.array_script(runs, python, args.main, opt, root, slurm_dir, script)
+             for runs, script in zip(parts, scripts)]
+    agg_text = slurm.agg_script(aggs, opt, root, slurm_dir, folders) if aggs else None
+    tasks = [-(-len(runs) // opt.runs_per_task) for runs in parts]
+    per = f', {opt.runs_per_task} runs per task' if opt.runs_per_task > 1 else ''
+    if len(parts) > 1:
+        say(f'# {len(plan.runs)} runs in {sum(tasks)} tasks{per} exceed the array size '
+            f'{size} ({source}): {len(parts)} array jobs of {", ".join(map(str, tasks))} '
+            'tasks' + ('; the aggregation after all of them' if agg_text else ''))
     if args.dry_run:
-        say(f'# --- {script} ({len(plan.runs)} tasks, {skipped})')
-        say(array_text.rstrip('\n'))
+        for n, (script, text) in enumerate(zip(scripts, texts)):
+            say(f'# --- {script} ({tasks[n]} tasks, {len(parts[n])} runs{per}'
+                + (f'; {skipped})' if n == 0 else ')'))
+            say(text.rstrip('\n'))
         if agg_text:
             say(f'# --- {agg}')
             say(agg_text.rstrip('\n'))
         say('# --- submission')
-        say(f'sbatch --parsable {script}')
+        for n, script in enumerate(scripts):
+            say(f'sbatch --parsable {script}')
         if agg_text:
-            say(f'sbatch --parsable --dependency=afterany:<jobid> {agg}')
+            deps = ':'.join(f'<jobid{n + 1}>' if len(scripts) > 1 else '<jobid>'
+                            for n in range(len(scripts)))
+            say(f'sbatch --parsable --dependency=afterany:{deps} {agg}')
         return 0
     from graphgps_ext.files import write_text
     os.makedirs(slurm_dir, exist_ok=True)
-    write_text(script, array_text)
-    try:
-        jobid = slurm.sbatch([script])
-    except RuntimeError as err:
-        print(f'sweep: sbatch refused the array job: {err}', file=sys.stderr)
-        return 1
-    say(f'submitted array job {jobid} ({len(plan.runs)} tasks; {skipped}): {script}')
+    jobids = []
+    for n, (script, text) in enumerate(zip(scripts, texts)):
+        write_text(script, text)
+        try:
+            jobids.append(slurm.sbatch([script]))
+        except RuntimeError as err:
+            print(f'sweep: sbatch refused the array job {script}: {err}'
+                  + (f' (array jobs {", ".join(jobids)} are submitted; rerun the same '
+                     'command after fixing: it skips the seeds they own)' if jobids else ''),
+                  file=sys.stderr)
+            return 1
+        say(f'submitted array job {jobids[-1]} ({tasks[n]} tasks{per}'
+            + (f'; {skipped}' if n == 0 else '') + f'): {script}')
     if agg_text:
         write_text(agg, agg_text)
         try:
-            aggid = slurm.sbatch([f'--dependency=afterany:{jobid}', agg])
+            aggid = slurm.sbatch([f'--dependency=afterany:{":".join(jobids)}', agg])
         except RuntimeError as err:
             print(f'sweep: sbatch refused the aggregation job ({err}); the runs are '
                   f'submitted: aggregate after them with --agg-mem/--agg-time/--agg-cpus '
                   f'set, or run: ' + '; '.join(shlex.join(c) for c in aggs), file=sys.stderr)
             return 1
-        say(f'submitted aggregation job {aggid} (after {jobid}): {agg}')
+        say(f'submitted aggregation job {aggid} (after {", ".join(jobids)}): {agg}')
     return 0

@@ -30,6 +30,13 @@ and std at each seed's best-validation epoch, seeds done / planned) and a
 printed table. The best point's config, the base with its values and
 ``run_name`` set to the point's name (without the screening overrides), is
 written as ``chosen.yaml`` for the final run over more seeds.
+
+The ranking is deterministic: by the mean validation metric, then (equal
+means) by the smaller standard deviation over seeds, then by the point's
+name. Two flags say when a ranking means little: ``warm-up``, the point's
+runs ended inside the learning-rate warm-up
+(:func:`~graphgps_ext.sweep.plan.never_leaves_warmup`), and ``tie``, its
+mean equals another point's (:data:`TIE_TOLERANCE`).
 """
 import ast
 import copy
@@ -40,14 +47,14 @@ import math
 import os
 import random
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import yaml
 
 from graphgps_ext.config import read_yaml, set_key
 from graphgps_ext.files import write_text
-from graphgps_ext.sweep.plan import SweepError
+from graphgps_ext.sweep.plan import SweepError, never_leaves_warmup
 
 _ALIAS = re.compile(r'[A-Za-z0-9_.+]+')
 SEARCH_FILE = 'search.json'
@@ -199,6 +206,47 @@ class PointResult:
     seeds: int = 0
     epoch: Optional[float] = None
     rank: Optional[int] = None
+    flags: List[str] = field(default_factory=list)
+
+
+#: Relative tolerance under which two mean validation metrics tie.
+TIE_TOLERANCE = 1e-9
+
+
+def _identity(folder: str, fp: Optional[str]) -> Optional[Dict[str, Any]]:
+    """The identity in a ``done`` marker of the point's runs (fingerprint
+    ``fp``), or ``None``."""
+    if not os.path.isdir(folder):
+        return None
+    for entry in sorted(os.listdir(folder)):
+        path = os.path.join(folder, entry, 'done')
+        if not (entry.isdigit() and os.path.isfile(path)):
+            continue
+        try:
+            with open(path) as f:
+                marker = json.load(f)
+        except (OSError, ValueError):
+            continue
+        if isinstance(marker, dict) and (fp is None or marker.get('fingerprint') == fp):
+            ident = marker.get('identity')
+            if isinstance(ident, dict):
+                return ident
+    return None
+
+
+def rank(results: List[PointResult], mode: str) -> List[PointResult]:
+    """Rank the points with results (see the module docstring) and flag
+    ties; returns them best first."""
+    done = [r for r in results if r.val is not None]
+    sign = -1 if mode == 'max' else 1
+    done.sort(key=lambda r: (sign * r.val[0], r.val[1], r.point['name']))
+    for i, r in enumerate(done, 1):
+        r.rank = i
+        for other in done:
+            if other is not r and math.isclose(r.val[0], other.val[0], rel_tol=TIE_TOLERANCE,
+                                               abs_tol=1e-12) and 'tie' not in r.flags:
+                r.flags.append('tie')
+    return done
 
 
 def summarize(search_dir: str) -> Tuple[List[PointResult], Dict[str, Any]]:
@@ -228,12 +276,11 @@ def summarize(search_dir: str) -> Tuple[List[PointResult], Dict[str, Any]]:
                 res.epoch = best['val'].get('epoch')
                 if 'test' in best:
                     res.test = (best['test'][m], best['test'][f'{m}_std'])
+            ident = _identity(folder, p.get('fingerprint'))
+            if ident is not None and never_leaves_warmup(ident):
+                res.flags.append('warm-up')
         results.append(res)
-    done = [r for r in results if r.val is not None]
-    sign = -1 if mode == 'max' else 1
-    done.sort(key=lambda r: (sign * r.val[0], r.point['name']))
-    for i, r in enumerate(done, 1):
-        r.rank = i
+    done = rank(results, mode)
     ranked = done + [r for r in results if r.val is None]
     search['metric'], search['mode'] = metric, mode
     _write_summary(search_dir, search, ranked)
@@ -259,12 +306,12 @@ def _write_summary(search_dir: str, search: Dict[str, Any], ranked: List[PointRe
     buf = io.StringIO()
     w = csv.writer(buf)
     w.writerow(['rank', 'point', *aliases.values(), 'val_mean', 'val_std', 'test_mean',
-                'test_std', 'num_seeds', 'planned_seeds', 'best_epoch', 'config'])
+                'test_std', 'num_seeds', 'planned_seeds', 'best_epoch', 'flags', 'config'])
     for r in ranked:
         vals = [r.point['values'].get(k, '') for k in aliases]
         w.writerow([r.rank or '', r.point['name'], *vals,
                     *(r.val or ('', '')), *(r.test or ('', '')), r.seeds, planned,
-                    '' if r.epoch is None else r.epoch, r.point['config']])
+                    '' if r.epoch is None else r.epoch, ' '.join(r.flags), r.point['config']])
     write_text(os.path.join(search_dir, 'summary.csv'), buf.getvalue())
 
 
@@ -273,14 +320,26 @@ def format_summary(ranked: List[PointResult], search: Dict[str, Any]) -> str:
     metric = search.get('metric') or 'metric'
     aliases = list(search['aliases'].items())
     planned = len(search['seeds'])
-    header = ['rank', *[a for _, a in aliases], f'val {metric}', f'test {metric}', 'seeds']
+    header = ['rank', *[a for _, a in aliases], f'val {metric}', f'test {metric}', 'seeds',
+              'flags']
     rows = [[str(r.rank or '-'), *[format_value(r.point['values'].get(k, '')) for k, _ in aliases],
-             _fmt(r.val), _fmt(r.test), f'{r.seeds}/{planned}'] for r in ranked]
+             _fmt(r.val), _fmt(r.test), f'{r.seeds}/{planned}', ' '.join(r.flags)]
+            for r in ranked]
     widths = [max(len(x[i]) for x in [header] + rows) for i in range(len(header))]
     lines = ['  '.join(c.ljust(wd) for c, wd in zip(row, widths)) for row in [header] + rows]
     lines.insert(1, '  '.join('-' * wd for wd in widths))
     direction = 'highest' if search.get('mode', 'max') == 'max' else 'lowest'
     title = (f"search {search['task']}: {len(ranked)} points ranked by mean val {metric} "
-             f'over seeds ({direction} first); mean ± std (ddof=0) at each seed\'s '
-             'best-validation epoch')
-    return title + '\n' + '\n'.join(lines)
+             f'over seeds ({direction} first; equal means: smaller std, then name); '
+             'mean ± std (ddof=0) at each seed\'s best-validation epoch')
+    notes = []
+    warm = [r for r in ranked if 'warm-up' in r.flags]
+    if warm:
+        notes.append(f'warning: {len(warm)} of {len(ranked)} point(s) never left the '
+                     'learning-rate warm-up (optim.max_epoch <= optim.num_warmup_epochs): '
+                     'their ranking says little; screen with more epochs than warm-up epochs')
+    ties = [r for r in ranked if 'tie' in r.flags]
+    if ties:
+        notes.append(f'warning: {len(ties)} point(s) tie on the mean val {metric}; among '
+                     'them the smaller std, then the name decides')
+    return '\n'.join([title, *lines, *notes])

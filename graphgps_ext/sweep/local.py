@@ -2,8 +2,10 @@
 environment's devices or on the CPU), ``jobs`` at a time on the CPU (each
 with ``OMP_NUM_THREADS`` = cores / jobs), or as a queue over GPUs with one
 run per GPU at a time (``CUDA_VISIBLE_DEVICES``), the next run starting when
-a GPU frees up. Each run's output goes to its log file
-(``<out_dir>/<run_name>/logs/seed<S>.log``), headed by the command line."""
+a GPU frees up; with ``per_gpu`` k > 1, k runs share each GPU (each its own
+process). Each run's output is appended to its log file
+(``<out_dir>/<run_name>/logs/seed<S>.log``, earlier attempts kept), headed by
+the command line."""
 import datetime
 import os
 import queue
@@ -44,7 +46,7 @@ def run_one(run: Run, python: Sequence[str], main: str, device: Optional[str],
     if threads is not None:
         env['OMP_NUM_THREADS'] = str(threads)
     os.makedirs(os.path.dirname(run.log), exist_ok=True)
-    with open(run.log, 'w') as log:
+    with open(run.log, 'a') as log:
         where = (f' CUDA_VISIBLE_DEVICES={device}' if device is not None else '')
         log.write(f'[{datetime.datetime.now().isoformat(timespec="seconds")}]{where} '
                   f'{shlex.join(cmd)}\n')
@@ -59,10 +61,10 @@ def run_one(run: Run, python: Sequence[str], main: str, device: Optional[str],
 
 def run_all(runs: Sequence[Run], python: Sequence[str], main: str, devices: Devices,
             say: Callable[[str], None] = print, jobs: int = 1,
-            threads: Optional[int] = None) -> List[str]:
+            threads: Optional[int] = None, per_gpu: int = 1) -> List[str]:
     """Run every run (sequentially, ``jobs`` at a time with ``threads`` each
-    on the CPU, or as a GPU queue when ``devices`` lists GPUs); returns one
-    line per failed run."""
+    on the CPU, or as a GPU queue when ``devices`` lists GPUs, ``per_gpu``
+    runs at a time on each); returns one line per failed run."""
     failed: List[str] = []
     lock = threading.Lock()
 
@@ -85,8 +87,9 @@ def run_all(runs: Sequence[Run], python: Sequence[str], main: str, devices: Devi
                 f.result()
         return failed
     free: 'queue.Queue[str]' = queue.Queue()
-    for gpu in devices:
-        free.put(gpu)
+    for _ in range(per_gpu):  # slot by slot: the first runs spread over the GPUs
+        for gpu in devices:
+            free.put(gpu)
 
     def on_gpu(run: Run):
         gpu = free.get()
@@ -95,8 +98,8 @@ def run_all(runs: Sequence[Run], python: Sequence[str], main: str, devices: Devi
         finally:
             free.put(gpu)
 
-    # As many workers as GPUs: a run starts as soon as one is free, in order.
-    with ThreadPoolExecutor(max_workers=len(devices)) as pool:
+    # As many workers as GPU slots: a run starts as soon as one is free, in order.
+    with ThreadPoolExecutor(max_workers=len(devices) * per_gpu) as pool:
         for f in [pool.submit(on_gpu, run) for run in runs]:
             f.result()
     return failed

@@ -13,7 +13,7 @@ only when asked.
 import glob
 import os
 from dataclasses import dataclass, field
-from typing import Dict, List, Sequence, Tuple
+from typing import Dict, List, Optional, Sequence, Tuple
 
 from graphgps_ext import seeds
 from graphgps_ext.identity import SeedStatus, fingerprint, identity, seed_status
@@ -136,10 +136,32 @@ class Plan:
     runs: List[Run] = field(default_factory=list)
     complete: List[Run] = field(default_factory=list)
     stale: List[Run] = field(default_factory=list)
+    owned: List[Tuple[Run, str]] = field(default_factory=list)
+
+    def claim_owned(self, queued: Dict[str, Tuple[str, str, str]]):
+        """Move the runs that another process owns to ``owned`` (with who):
+        a live process holding the seed's lock, or a queued, running or
+        requeued SLURM task (``queued``: :func:`graphgps_ext.sweep.slurm.queued_owners`)."""
+        keep = []
+        for r in self.runs:
+            owner = queued.get(os.path.normpath(r.run_dir))
+            holder = lock_holder(r.run_dir)
+            if owner is not None:
+                fp, job, state = owner
+                same = ('same config' if fp == r.target.fingerprint else
+                        'another config: rerun it after that task ends')
+                self.owned.append((r, f'SLURM task {job} {state}, {same}'))
+            elif holder is not None:
+                self.owned.append((r, f'a live run: {holder}'))
+            else:
+                keep.append(r)
+        self.runs = keep
 
     def notes(self) -> List[str]:
         """One line per seed left alone or run for a reason worth saying."""
         out = []
+        for r, who in self.owned:
+            out.append(f'# skip {r.target.name} seed {r.seed} (owned by {who})')
         for r in self.complete:
             out.append(f'# skip {r.target.name} seed {r.seed} (complete: {r.run_dir})')
         for r in self.stale:
@@ -193,6 +215,51 @@ def make_plan(pairs: Sequence[Tuple[str, Sequence[int]]], overrides: Sequence[st
                 run.overwrite = status.state in ('complete', 'stale')
                 plan.runs.append(run)
     return plan
+
+
+#: Schedulers with a linear learning-rate warm-up over ``optim.num_warmup_epochs``.
+WARMUP_SCHEDULERS = ('cosine_with_warmup', 'transformer_warmup')
+
+
+def never_leaves_warmup(ident: Dict) -> bool:
+    """Whether runs of this identity (flat ``key: value``) end inside the
+    learning-rate warm-up (``optim.max_epoch <= optim.num_warmup_epochs``
+    with a warm-up scheduler): the learning rate never reaches
+    ``optim.base_lr``, so their results say little about the config."""
+    warm, epochs = ident.get('optim.num_warmup_epochs'), ident.get('optim.max_epoch')
+    return (ident.get('optim.scheduler') in WARMUP_SCHEDULERS and isinstance(warm, int)
+            and isinstance(epochs, int) and epochs <= warm)
+
+
+def lock_holder(run_dir: str) -> Optional[str]:
+    """Who holds the seed lock of ``run_dir`` (a live run:
+    :class:`graphgps_ext.seed_folder.SeedLock`), or ``None``. The probe is
+    a shared, non-blocking lock released at once."""
+    import fcntl
+    import json
+    from graphgps_ext.seed_folder import LOCK_NAME
+    try:
+        fd = os.open(os.path.join(run_dir, LOCK_NAME), os.O_RDONLY)
+    except OSError:
+        return None
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except BlockingIOError:
+            try:
+                info = json.loads(os.pread(fd, 65536, 0).decode() or 'null')
+            except (OSError, ValueError):
+                info = None
+            if isinstance(info, dict):
+                return (f"pid {info.get('pid')} on host {info.get('host')}, started "
+                        f"{info.get('started')}")
+            return 'a process that has not yet written its name'
+        except OSError:
+            return None
+        fcntl.flock(fd, fcntl.LOCK_UN)
+        return None
+    finally:
+        os.close(fd)
 
 
 def main_command(python: Sequence[str], main: str, run: Run) -> List[str]:

@@ -265,6 +265,9 @@ class Trainer:
         self.start_epoch = 0
         self.best: Optional[Dict[str, Any]] = None
         self.stopped = False
+        # Seconds of training of the earlier segments of a resumed run (up to
+        # their last checkpoint) and the start of this one: elapsed().
+        self.seconds_before, self.began = 0.0, time.perf_counter()
         self.last_epoch = -1
         head = getattr(self.module, 'head', None)
         self.metric_inputs = getattr(head, 'metric_inputs', None)
@@ -303,7 +306,12 @@ class Trainer:
             'stopped': self.stopped,
             'wandb_id': self.logger.wandb_id,
             'identity': self.identity,
+            'seconds': self.elapsed(),
         }
+
+    def elapsed(self) -> float:
+        """Seconds of training over every segment of the run."""
+        return self.seconds_before + time.perf_counter() - self.began
 
     def load_state_dict(self, state: Dict[str, Any]):
         """Continue from a ``last.pt`` (RNG states restored last).
@@ -325,6 +333,7 @@ class Trainer:
             self.scheduler.load_state_dict(state['scheduler'])
         self.best = state['best']
         self.stopped = state['stopped']
+        self.seconds_before = float(state.get('seconds') or 0.0)
         self.last_epoch = state['epoch']
         self.start_epoch = state['epoch'] + 1
         saved = state.get('world_size', 1)
@@ -537,6 +546,7 @@ class Trainer:
         if self.stopped:
             self.log.info('the checkpoint says this run had stopped; nothing to do')
             return self.best
+        self.began = time.perf_counter()
         for epoch in range(self.start_epoch, cfg.optim.max_epoch):
             records = {'train': self.run_split('train', epoch, train=True)}
             records.update(self.evaluate(epoch))

@@ -129,9 +129,13 @@ def test_search_end_to_end(tmp_path, monkeypatch, capsys):
                 (run / 'done').write_text(json.dumps(marker))
     assert cli.main(['--summarize', str(search_dir)]) == 0
     out = capsys.readouterr().out
-    assert 'points ranked by mean val accuracy over seeds (highest first)' in out
+    assert 'points ranked by mean val accuracy over seeds (highest first; equal means' in out
     with open(search_dir / 'summary.csv') as f:
         rows = list(csv.DictReader(f))
+    # Two epochs with the quick start's two warm-up epochs: flagged.
+    assert all('warm-up' in r['flags'].split() for r in rows)
+    assert 'warning: 2 of 2 point(s) never left the learning-rate warm-up' in out
+    assert 'see the warnings above]' in out
     assert [r['rank'] for r in rows] == ['1', '2'] and {r['l'] for r in rows} == {'1', '2'}
     assert all(r['num_seeds'] == '2' and r['planned_seeds'] == '2' for r in rows)
     assert float(rows[0]['val_mean']) >= float(rows[1]['val_mean'])
@@ -156,6 +160,13 @@ def test_search_end_to_end(tmp_path, monkeypatch, capsys):
 
 def test_search_on_slurm_summarises_in_the_aggregation_job(tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv('PYTHON', 'python')
+    # No SLURM controller answers (whatever this machine has installed).
+    (tmp_path / 'bin').mkdir()
+    for name in ('scontrol', 'squeue', 'sinfo'):
+        (tmp_path / 'bin' / name).write_text('#!/bin/sh\nexit 1\n')
+        (tmp_path / 'bin' / name).chmod(0o755)
+    monkeypatch.setenv('PATH', f"{tmp_path / 'bin'}:{os.environ['PATH']}")
     (tmp_path / 'quick.yaml').write_text(open(QUICKSTART).read())
     (tmp_path / 'g.txt').write_text('gt.layers l [1,2,3]\noptim.base_lr lr [0.001,0.003]\n')
     assert cli.main(['quick.yaml', '--grid', 'g.txt', '--sample', '2', '--seeds', '0-2',
@@ -165,6 +176,19 @@ def test_search_on_slurm_summarises_in_the_aggregation_job(tmp_path, monkeypatch
     assert '#SBATCH --array=0-5' in out and '#SBATCH --job-name=ggx-quick_grid_g' in out
     assert f'# --- {tmp_path}/results/_slurm/ggx-quick_grid_g-' in out
     assert 'python -m graphgps_ext.sweep --summarize results/_search/quick_grid_g || rc=1' in out
-    configs = sorted(os.listdir(tmp_path / 'results' / '_search' / 'quick_grid_g' / 'configs'))
-    assert len(configs) == 2 and all(c.startswith('quick-l=') for c in configs)
-    assert not (tmp_path / 'results' / 'quick_grid_g').exists()  # nothing ran
+    configs = re.findall(r'results/_search/quick_grid_g/configs/(quick-l=\S+\.yaml)', out)
+    assert len(set(configs)) == 2
+    assert '# warning: quick-l=' in out and 'never leaves the warm-up' in out
+    assert not (tmp_path / 'results').exists()  # a dry run writes nothing
+
+
+def test_ranking_is_deterministic_and_flags_ties():
+    def point(name, mean, std):
+        return grid.PointResult({'name': name}, val=(mean, std), seeds=2)
+    results = [point('b', 0.5, 0.1), point('a', 0.5, 0.1), point('c', 0.5, 0.05),
+               point('d', 0.7, 0.2), grid.PointResult({'name': 'e'})]
+    ranked = grid.rank(results, 'max')
+    assert [r.point['name'] for r in ranked] == ['d', 'c', 'a', 'b']  # e: no result
+    assert [r.flags for r in ranked] == [[], ['tie'], ['tie'], ['tie']]
+    assert [r.point['name'] for r in grid.rank(results, 'min')] == ['c', 'a', 'b', 'd']
+    assert grid.rank([point('x', 0.1, 0.0), point('y', 0.1 + 1e-6, 0.0)], 'max')[1].flags == []
