@@ -118,6 +118,9 @@ class InductiveLinkHead(nn.Module):
     def reset_parameters(self):
         self.mlp.reset_parameters()
 
+    #: Rows of labelled (real) pairs: a static-shape batch needs no cut.
+    output_rows = 'pairs'
+
     def scores(self, x: Tensor, ctx) -> Tensor:
         """Dense pair scores ``[B, n_max, n_max]`` (padding rows/cols 0)."""
         h = self.mlp(x)
@@ -169,6 +172,8 @@ class InductiveLinkHead(nn.Module):
         elif self.train_mode == 'all':
             pairs = layout.mask.unsqueeze(2) & layout.mask.unsqueeze(1)
             pairs = pairs & ~torch.eye(n, dtype=torch.bool, device=S.device)
+            if ctx.graph_mask is not None:  # not the static-shape padding
+                pairs = pairs & ctx.graph_mask.view(-1, 1, 1)
             pred = S[pairs]
             true = pos[pairs].to(S.dtype)
         else:  # query_ce

@@ -87,8 +87,15 @@ class VirtualNode(nn.Module):
         vn = vn_index[ctx.batch]
         edge_index = torch.cat([new_index[ctx.edge_index],
                                 torch.stack([vn, nodes]), torch.stack([nodes, vn])], 1)
+        node_mask = edge_mask = None
+        if ctx.node_mask is not None:  # static-shape padding: extend the masks
+            node_mask = torch.empty(N + B, dtype=torch.bool, device=x.device)
+            node_mask[new_index] = ctx.node_mask
+            node_mask[vn_index] = ctx.graph_mask
+            edge_mask = torch.cat([ctx.edge_mask, ctx.node_mask, ctx.node_mask])
         return out, GraphContext(edge_index=edge_index, batch=batch, num_graphs=B,
-                                 record=ctx.record)
+                                 record=ctx.record, node_mask=node_mask,
+                                 edge_mask=edge_mask, graph_mask=ctx.graph_mask)
 
     def extra_repr(self) -> str:
         return f'dim={self.embedding.numel()}'

@@ -64,6 +64,14 @@ class GraphContext:
             normalised adjacency of MNA).
         record: when not ``None``, branches store attention tensors here
             (see :mod:`graphgps_ext.viz`); ``None`` during training.
+        node_mask, edge_mask, graph_mask: ``[N]``, ``[E]``, ``[B]`` booleans,
+            ``True`` at real rows, for a static-shape batch whose padding
+            rows (appended nodes, self-loop edges on them, and padding graphs
+            that hold them) must not enter batch statistics
+            (:class:`~graphgps_ext.layer.norm.MaskedBatchNorm1d`) or
+            batch-wide softmaxes; ``None`` (no padding) otherwise. Padding
+            nodes form graphs of their own, so per-graph operations
+            (message passing, attention, pooling) need no mask.
     """
     edge_index: Tensor
     batch: Tensor
@@ -71,6 +79,9 @@ class GraphContext:
     pair: Optional[Tensor] = None
     extras: Dict[str, Any] = field(default_factory=dict)
     record: Optional[Dict[str, list]] = None
+    node_mask: Optional[Tensor] = None
+    edge_mask: Optional[Tensor] = None
+    graph_mask: Optional[Tensor] = None
 
     @classmethod
     def from_batch(cls, data) -> 'GraphContext':
@@ -80,7 +91,10 @@ class GraphContext:
                                 device=data.edge_index.device)
         num_graphs = int(getattr(data, 'num_graphs', 1) or 1)
         return cls(edge_index=data.edge_index, batch=batch,
-                   num_graphs=num_graphs)
+                   num_graphs=num_graphs,
+                   node_mask=getattr(data, 'node_mask', None),
+                   edge_mask=getattr(data, 'edge_mask', None),
+                   graph_mask=getattr(data, 'graph_mask', None))
 
     @property
     def num_nodes(self) -> int:

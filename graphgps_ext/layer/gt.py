@@ -12,6 +12,7 @@ from torch_geometric.utils import scatter, softmax
 from graphgps_ext.layer.dropout import Dropout, dropout
 from graphgps_ext.layer.context import GraphContext
 from graphgps_ext.layer.hybrid import make_norm
+from graphgps_ext.layer.norm import normalize
 
 CLAMP = 5.0  # the authors' score clamp
 EPS = 1e-6   # the authors' denominator epsilon
@@ -157,9 +158,10 @@ class GT(nn.Module):
             return out, None
         e = self.lin_oe(dropout(w_hat.reshape(-1, self.dim), self.dropout,
                                 self.training))
-        e = self.norm1_e(edge_attr + e if self.residual else e)
+        e = normalize(self.norm1_e, edge_attr + e if self.residual else e,
+                      ctx.edge_mask)
         f = self.ffn_e(e)
-        e = self.norm2_e(e + f if self.residual else f)
+        e = normalize(self.norm2_e, e + f if self.residual else f, ctx.edge_mask)
         return out, e
 
     def _sparse(self, score: Tensor, v_src: Tensor, dst: Tensor, N: int,

@@ -1,0 +1,91 @@
+r"""Normalisation layers that know which rows of a batch are real.
+
+A static-shape batch (``train.static_shapes``) carries padding rows: nodes,
+edges or graphs appended so that every batch has one of a few fixed sizes.
+Row-wise layers (Linear, LayerNorm) are unaffected by them; a batch norm in
+training mode is not, because its statistics are means over the rows.
+:class:`MaskedBatchNorm1d` takes a row mask :math:`m \in \{0, 1\}^N` and
+computes the statistics over the real rows only,
+
+.. math::
+    \mu = \frac{\sum_i m_i x_i}{n}, \qquad
+    \sigma^2 = \frac{\sum_i m_i (x_i - \mu)^2}{n}, \qquad
+    n = \textstyle\sum_i m_i \cdot \prod_{k \ge 2} s_k,
+
+    y_i = \gamma\,\frac{x_i - \mu}{\sqrt{\sigma^2 + \varepsilon}} + \beta,
+
+with the running statistics updated as :class:`torch.nn.BatchNorm1d` does
+(momentum, or the cumulative average when ``momentum is None``; the running
+variance is the unbiased :math:`\sigma^2 n / (n - 1)`). For an input
+``[N, C, *S]`` the statistics run over the rows and the trailing dimensions
+``S``, as in :class:`~torch.nn.BatchNorm1d`. Padding rows are normalised with
+the real rows' statistics (finite, and ignored downstream). Without a mask
+the module *is* :class:`~torch.nn.BatchNorm1d` (same parameters, buffers,
+state-dict keys and kernel), so the eager path is unchanged.
+"""
+from typing import Optional
+
+import torch
+from torch import Tensor, nn
+
+
+class MaskedBatchNorm1d(nn.BatchNorm1d):
+    r""":class:`~torch.nn.BatchNorm1d` whose batch statistics skip masked rows.
+
+    ``forward(x [N, C, *S], mask [N] bool | None)``: with ``mask`` (and in
+    training mode, or without running statistics) only the rows where
+    ``mask`` is ``True`` enter :math:`\mu`, :math:`\sigma^2` and the running
+    statistics; every row is normalised. ``mask=None``: plain batch norm.
+    """
+
+    def forward(self, x: Tensor, mask: Optional[Tensor] = None) -> Tensor:
+        use_batch = self.training or not self.track_running_stats
+        if mask is None or not use_batch:
+            return super().forward(x)
+        shape = (-1, ) + (1, ) * (x.dim() - 1)
+        keep = mask.view(shape)
+        dims = [0] + list(range(2, x.dim()))
+        per_row = 1
+        for s in x.shape[2:]:
+            per_row *= s
+        count = mask.sum().to(x.dtype) * per_row
+        mean = torch.where(keep, x, 0).sum(dims) / count
+        stat_shape = (1, -1) + (1, ) * (x.dim() - 2)
+        diff = torch.where(keep, x - mean.view(stat_shape), 0)
+        var = diff.pow(2).sum(dims) / count
+        if self.training and self.track_running_stats:
+            with torch.no_grad():
+                self.num_batches_tracked.add_(1)
+                if self.momentum is None:
+                    factor = 1.0 / self.num_batches_tracked.to(x.dtype)
+                else:
+                    factor = self.momentum
+                unbiased = var * count / (count - 1)
+                self.running_mean.mul_(1 - factor).add_(
+                    factor * mean.to(self.running_mean.dtype))
+                self.running_var.mul_(1 - factor).add_(
+                    factor * unbiased.to(self.running_var.dtype))
+        out = (x - mean.view(stat_shape)) * torch.rsqrt(
+            var.view(stat_shape) + self.eps)
+        if self.affine:
+            out = out * self.weight.view(stat_shape) + self.bias.view(stat_shape)
+        return out
+
+
+def normalize(norm: Optional[nn.Module], x: Tensor,
+              mask: Optional[Tensor] = None) -> Tensor:
+    """``norm(x)``, passing the row ``mask`` to a :class:`MaskedBatchNorm1d`.
+
+    Raises ``ValueError`` for a mask and another batch norm (e.g. a
+    ``SyncBatchNorm``), whose statistics would include the padding rows."""
+    if norm is None:
+        return x
+    if mask is None:
+        return norm(x)
+    if isinstance(norm, MaskedBatchNorm1d):
+        return norm(x, mask)
+    if isinstance(norm, nn.modules.batchnorm._BatchNorm):
+        raise ValueError(
+            f'{type(norm).__name__} cannot skip the padding rows of a '
+            'static-shape batch; set train.static_shapes False')
+    return norm(x)
