@@ -107,6 +107,8 @@ def build(layer_type, extra, task=GRAPH_TASK):
     for m in model.modules():  # LapPE's torch Transformer has its own dropout
         if isinstance(m, torch.nn.Dropout):
             m.p = 0.0
+        if isinstance(m, torch.nn.MultiheadAttention):
+            m.dropout = 0.0
     return cfg, model
 
 
