@@ -40,6 +40,8 @@ import yaml
 from yacs.config import CfgNode
 
 _CHOICES: Dict[str, List] = {}
+# Keys that take 'auto' or a boolean.
+_AUTO_BOOL: List[str] = []
 # Keys that never change a run's results (paths, logging, threads, speed
 # switches): outside the run fingerprint (:mod:`graphgps_ext.identity`).
 _VOLATILE: List[str] = []
@@ -68,6 +70,13 @@ class ConfigError(ValueError):
 def choices(key: str, values: Iterable):
     """Declare the allowed values of the dotted config ``key``."""
     _CHOICES[key] = list(values)
+
+
+def auto_or_bool(key: str):
+    """Declare the dotted config ``key`` as ``'auto'``, ``True`` or ``False``
+    (default ``'auto'``; ``true``/``false`` in any case read as booleans)."""
+    _AUTO_BOOL.append(key)
+    _CHOICES[key] = ['auto', True, False]
 
 
 def volatile(*keys: str):
@@ -363,6 +372,13 @@ def coerce(key: str, value, default, where: str):
     type change raises :class:`ConfigError` naming the expected type."""
     if default is None:
         return value
+    if key in _AUTO_BOOL:
+        if isinstance(value, str) and value.lower() in ('true', 'false'):
+            return value.lower() == 'true'
+        if isinstance(value, bool) or value == 'auto':
+            return value
+        raise ConfigError(f"bad value {value!r} for '{key}' ({where}): expected "
+                          "'auto', True or False")
     if isinstance(value, str) and not isinstance(default, str):
         # As yacs reads a value: a Python literal in text (YAML 1.1 reads
         # '1e-5', without a dot, as a string).

@@ -8,6 +8,7 @@ from torch.utils.data import DistributedSampler, Sampler
 from torch_geometric.loader import DataLoader
 
 from graphgps_ext.loader.collate import FastCollater, fast_collate_supported
+from graphgps_ext.loader.pad import PadCollater
 
 
 class EpochShuffleSampler(DistributedSampler):
@@ -48,22 +49,31 @@ class ShardSampler(Sampler):
         return self.stop - self.start
 
 
-def graph_loader(dataset, fast: bool = True, **kwargs) -> torch.utils.data.DataLoader:
+def graph_loader(dataset, fast: bool = True, capacities=None,
+                 **kwargs) -> torch.utils.data.DataLoader:
     """A mini-batch loader over ``dataset`` (``kwargs``: those of
     :class:`torch.utils.data.DataLoader`). With ``fast`` and a dataset that
     :func:`~graphgps_ext.loader.collate.fast_collate_supported`, the loader
     iterates over graph positions and a
     :class:`~graphgps_ext.loader.collate.FastCollater` gathers each batch
     from the storage; otherwise it is PyG's
-    :class:`~torch_geometric.loader.DataLoader`. Both give the same batches."""
+    :class:`~torch_geometric.loader.DataLoader`. Both give the same batches.
+    ``capacities`` (:class:`~graphgps_ext.loader.pad.Capacities`): every
+    batch is padded to its capacity (``train.static_shapes``)."""
     if fast and fast_collate_supported(dataset) is None:
+        collate = FastCollater(dataset)
+        if capacities is not None:
+            collate = PadCollater(collate, capacities)
         return torch.utils.data.DataLoader(
-            range(len(dataset)), collate_fn=FastCollater(dataset), **kwargs)
-    return DataLoader(dataset, **kwargs)
+            range(len(dataset)), collate_fn=collate, **kwargs)
+    loader = DataLoader(dataset, **kwargs)
+    if capacities is not None:
+        loader.collate_fn = PadCollater(loader.collate_fn, capacities)
+    return loader
 
 
-def make_loaders(cfg, bundle, rank: int = 0,
-                 world_size: int = 1) -> Dict[str, torch.utils.data.DataLoader]:
+def make_loaders(cfg, bundle, rank: int = 0, world_size: int = 1,
+                 capacities=None) -> Dict[str, torch.utils.data.DataLoader]:
     """One loader per split (:func:`graph_loader`, ``train.fast_collate``).
 
     * batch size ``cfg.train.batch_size`` per process, ``cfg.num_workers``
@@ -74,10 +84,11 @@ def make_loaders(cfg, bundle, rank: int = 0,
       those of one process with ``world_size`` times the batch size;
     * ``val``/``test``: in order; with ``world_size > 1`` each process gets
       a contiguous :class:`ShardSampler` shard (no padding duplicates), so
-      gathering the predictions in rank order restores the split's order.
+      gathering the predictions in rank order restores the split's order;
+    * ``capacities``: batches padded to static shapes (every split).
     """
     workers = int(cfg.num_workers)
-    common = dict(fast=bool(cfg.train.fast_collate),
+    common = dict(fast=bool(cfg.train.fast_collate), capacities=capacities,
                   batch_size=int(cfg.train.batch_size), num_workers=workers,
                   persistent_workers=workers > 0)
     train = bundle.splits['train']
