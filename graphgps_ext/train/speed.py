@@ -127,7 +127,7 @@ def self_check(module, net, plain, padded, loss_fn, cfg,
             module.train()
             loss = _loss(net, padded, loss_fn, rows, cfg, device_type)
             loss.backward()
-            trained = float(loss)
+            trained = float(loss.detach())
     except Exception as e:  # compilation, capture or kernel failure
         return f'the fast path failed on one batch ({type(e).__name__}: {e})'
     finally:

@@ -150,6 +150,13 @@ def check_same(model, plain, padded, task=GRAPH_TASK):
     for name in bufs:
         torch.testing.assert_close(bufs_p[name], bufs[name], rtol=1e-10,
                                    atol=1e-12, msg=name)
+    # evaluation mode (running statistics) after the update
+    model.eval(), m2.eval()
+    with torch.no_grad():
+        rows = model.head.output_rows
+        pred = trim(*model(plain), plain, rows)[0]
+        pred_p = trim(*m2(padded), padded, rows)[0]
+    torch.testing.assert_close(pred_p, pred, rtol=1e-10, atol=1e-12)
 
 
 def batches(data, capacities):
