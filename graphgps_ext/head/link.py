@@ -86,6 +86,11 @@ class InductiveLinkHead(nn.Module):
         **mlp: :class:`~graphgps_ext.head.base.HeadMLP` options.
     """
 
+    #: Kernel shapes follow the graph sizes of the batch (the dense
+    #: attention layout), not only a static-shape batch's capacity: under
+    #: ``torch.compile`` such a model keeps dynamic shapes.
+    static_shape = False
+
     def __init__(self, dim_in: int, score: str = 'dot',
                  train_mode: str = 'sampled', num_neg: int = 2,
                  ties: str = 'optimistic', filter_self: bool = False, **mlp):

@@ -94,6 +94,9 @@ class GT(nn.Module):
                 'gtlayer.edge_features False or gtlayer.full_graph False')
         self.dim, self.heads, self.head_dim = dim, heads, dim // heads
         self.full_graph, self.edge_features = full_graph, edge_features
+        # The full-graph attention runs on the dense layout (sizes of the
+        # batch; see Transformer.static_shape).
+        self.static_shape = not full_graph
         self.attn_dropout, self.dropout = attn_dropout, dropout
         self.residual = residual
         self.clamp_exp, self.no_eps = clamp_exp, no_eps

@@ -61,16 +61,30 @@ def apply_tf32(cfg, device_type: str):
 def compile_model(model, cfg, static: bool = False):
     """``torch.compile(model)`` when ``train.compile``, else ``model``.
 
-    With static shapes (``static``) the shapes are marked static
+    With static shapes (``static``) and a model whose shapes the capacity
+    fixes (:func:`capacity_static`), the shapes are marked static
     (``dynamic=False``): one compilation per capacity bucket (and per
-    training / evaluation mode), never a recompilation after warm-up. On
+    training / evaluation mode), never a recompilation after warm-up;
+    attention on the dense layout keeps ``train.compile_dynamic``. On
     CUDA, ``train.compile_mode reduce-overhead`` replays each compiled
     graph as a CUDA graph (inductor keeps dropout's random numbers
     graph-safe: a Philox seed and offset per replay)."""
     if not cfg.train.compile:
         return model
-    return torch.compile(model, mode=cfg.train.compile_mode,
-                         dynamic=False if static else cfg.train.compile_dynamic)
+    if static and capacity_static(model):
+        dynamic = False
+    else:
+        dynamic = cfg.train.compile_dynamic
+    return torch.compile(model, mode=cfg.train.compile_mode, dynamic=dynamic)
+
+
+def capacity_static(model) -> bool:
+    """Whether every kernel shape of ``model`` on a static-shape batch is
+    fixed by the batch's capacity: no module declares ``static_shape =
+    False`` (the attention branches whose dense layout follows the graph
+    sizes: Transformer, CSA, MNA, full-graph GT, the pair encoder, the link
+    head)."""
+    return all(getattr(m, 'static_shape', True) for m in model.modules())
 
 
 @dataclass

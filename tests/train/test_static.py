@@ -164,3 +164,53 @@ def test_failed_check_trains_eagerly(molecule_run, tmp_path, monkeypatch):
     assert [r['loss'] for r in a] == [r['loss'] for r in b]
     log = open(os.path.join(cfg.out_dir, 'mol', '0', 'logging.log')).read()
     assert log.count('fast path off, training eagerly') == 1
+
+
+def test_compile_once_per_capacity_never_after_warm_up():
+    """torch.compile on static shapes: one graph per capacity bucket, no
+    recompilation when later batches of other sizes reuse a bucket.
+    (``aot_eager``: dynamo and AOT autograd as on a GPU, without the
+    inductor's code generation, to stay quick on a CPU.)"""
+    from torch._dynamo.utils import counters
+    from torch_geometric.data import Batch
+
+    from graphgps_ext.loader.pad import pad_batch, trim
+    from graphgps_ext.network import GPSModel
+    cfg = load_cfg(None, ['gt.layer_type', 'GINE+None+GEANet', 'gt.layers', '1',
+                          'gt.dim_hidden', '8', 'gea.n_heads', '2',
+                          'gea.num_slots', '4', 'gea.edge_norm', 'batch'])
+    torch.manual_seed(0)
+    model = GPSModel(cfg, GRAPH_TASK)
+    assert speed.capacity_static(model)
+    graphs = [molecule(5 + (7 * i) % 13, i) for i in range(24)]
+    for g in graphs:
+        g.y = g.y.float()
+    caps = Capacities.from_sizes([g.num_nodes for g in graphs],
+                                 [g.num_edges for g in graphs], batch_size=4)
+    torch._dynamo.reset()
+    counters.clear()
+    net = torch.compile(model, backend='aot_eager', dynamic=False)
+    opt = torch.optim.Adam(model.parameters())
+    seen, sizes = set(), set()
+    for step in range(12):
+        batch = Batch.from_data_list(graphs[2 * step:2 * step + 4]
+                                     if step < 10 else graphs[step:step + 3])
+        sizes.add(batch.num_nodes)
+        batch = pad_batch(batch, caps)
+        seen.add(batch.num_nodes)
+        pred, true = trim(*net(batch), batch, 'graph')
+        loss = (pred - true).abs().mean()
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+    assert len(sizes) > len(seen) >= 2  # several real sizes, fewer capacities
+    assert counters['stats']['unique_graphs'] == len(seen)
+    assert counters['frames']['ok'] == len(seen)
+    assert not counters['recompiles'] and not counters['graph_break']
+
+
+def test_attention_models_keep_dynamic_shapes():
+    from graphgps_ext.network import GPSModel
+    cfg = molecule_cfg('/nonexistent')
+    model = GPSModel(cfg, GRAPH_TASK)
+    assert not speed.capacity_static(model)  # Transformer: dense layout
