@@ -32,7 +32,8 @@ a *capacity* :math:`(N_c, E_c, G_c)` taken from a few buckets:
 Which attributes are node-, edge- or graph-level is read from the batch's
 slices: those with the node offsets (``ptr``), those with the offsets of
 ``edge_index``, and those with one row per graph. Other attributes
-(e.g. labelled pairs) index real nodes only and are left as they are.
+(labelled pairs ``edge_label*``, any index but ``edge_index``) index real
+nodes only and are left as they are.
 """
 import math
 from dataclasses import dataclass
@@ -160,6 +161,10 @@ def _levels(batch: Batch) -> dict:
     out = {}
     for key in batch.keys():
         if key in ('batch', 'ptr') or key not in slices:
+            continue
+        # Other index attributes (labelled pairs, pair indices) and pair
+        # labels point at real nodes: never padded, whatever their slices.
+        if key != 'edge_index' and ('index' in key or key.startswith('edge_label')):
             continue
         value = batch[key]
         if not isinstance(value, Tensor):

@@ -262,3 +262,41 @@ def test_graph_sizes_and_collater():
     assert batch.y.size(0) == 3
     # the real graphs can be read back from the padded batch
     assert torch.equal(batch.get_example(1).edge_index, data[4].edge_index)
+
+
+@pytest.mark.parametrize('mode', ['labeled', 'all', 'query_ce'])
+def test_link_head(mode):
+    from graphgps_ext.head.link import InductiveLinkHead
+    from graphgps_ext.layer.context import GraphContext
+    gen = torch.Generator().manual_seed(0)
+    graphs = []
+    for n in (6, 4, 5):
+        g = molecule(n, n)
+        g.x = torch.randn(n, 4, generator=gen, dtype=torch.float64)
+        pairs = torch.randint(0, n, (2, n), generator=gen)
+        g.edge_label_index = pairs
+        g.edge_label = (torch.arange(n) % 2 == 0).long()
+        graphs.append(g)
+    torch.manual_seed(0)
+    head = InductiveLinkHead(4, train_mode=mode).double()
+    plain = Batch.from_data_list(graphs)
+    padded = pad_batch(Batch.from_data_list(graphs),
+                       Capacities([Capacity(24, 40, 5)]))
+    assert torch.equal(padded.edge_label_index, plain.edge_label_index)
+    out = head(plain.x, plain, GraphContext.from_batch(plain))
+    out_p = head(padded.x, padded, GraphContext.from_batch(padded))
+    out_p = trim(*out_p, padded, head.output_rows)
+    if mode == 'query_ce':
+        # candidate columns up to the layout's n_max, which the padding graph
+        # may widen: the extra columns hold the most negative value (zero
+        # weight in the cross entropy)
+        n = out[0].size(1)
+        assert (out_p[0][:, n:] == torch.finfo(torch.float64).min).all()
+        torch.testing.assert_close(
+            torch.nn.functional.cross_entropy(out_p[0], out_p[1]),
+            torch.nn.functional.cross_entropy(out[0], out[1]))
+        out_p = (out_p[0][:, :n], out_p[1])
+    for a, b in zip(out, out_p):
+        torch.testing.assert_close(b, a)
+    torch.testing.assert_close(head.metric_inputs(*out_p, padded),
+                               head.metric_inputs(*out, plain))
