@@ -16,7 +16,9 @@ computes the statistics over the real rows only,
 
 with the running statistics updated as :class:`torch.nn.BatchNorm1d` does
 (momentum, or the cumulative average when ``momentum is None``; the running
-variance is the unbiased :math:`\sigma^2 n / (n - 1)`). For an input
+variance is the unbiased :math:`\sigma^2 n / (n - 1)`). With fewer than two
+real values (:class:`~torch.nn.BatchNorm1d` would raise) the running
+statistics are left as they are and the output stays finite. For an input
 ``[N, C, *S]`` the statistics run over the rows and the trailing dimensions
 ``S``, as in :class:`~torch.nn.BatchNorm1d`. Padding rows are normalised with
 the real rows' statistics (finite, and ignored downstream). Without a mask
@@ -42,6 +44,9 @@ class MaskedBatchNorm1d(nn.BatchNorm1d):
         use_batch = self.training or not self.track_running_stats
         if mask is None or not use_batch:
             return super().forward(x)
+        dtype = x.dtype  # half-precision inputs (autocast): float32 statistics
+        if dtype in (torch.float16, torch.bfloat16):
+            x = x.float()
         shape = (-1, ) + (1, ) * (x.dim() - 1)
         keep = mask.view(shape)
         dims = [0] + list(range(2, x.dim()))
@@ -49,10 +54,11 @@ class MaskedBatchNorm1d(nn.BatchNorm1d):
         for s in x.shape[2:]:
             per_row *= s
         count = mask.sum().to(x.dtype) * per_row
-        mean = torch.where(keep, x, 0).sum(dims) / count
+        denom = count.clamp(min=1)  # no real row: finite zeros, not NaN
+        mean = torch.where(keep, x, 0).sum(dims) / denom
         stat_shape = (1, -1) + (1, ) * (x.dim() - 2)
         diff = torch.where(keep, x - mean.view(stat_shape), 0)
-        var = diff.pow(2).sum(dims) / count
+        var = diff.pow(2).sum(dims) / denom
         if self.training and self.track_running_stats:
             with torch.no_grad():
                 self.num_batches_tracked.add_(1)
@@ -60,7 +66,10 @@ class MaskedBatchNorm1d(nn.BatchNorm1d):
                     factor = 1.0 / self.num_batches_tracked.to(x.dtype)
                 else:
                     factor = self.momentum
-                unbiased = var * count / (count - 1)
+                # Fewer than two real values: the running statistics stay
+                # (a device-side choice, no host sync).
+                factor = (count > 1).to(x.dtype) * factor
+                unbiased = var * count / (count - 1).clamp(min=1)
                 self.running_mean.mul_(1 - factor).add_(
                     factor * mean.to(self.running_mean.dtype))
                 self.running_var.mul_(1 - factor).add_(
@@ -69,7 +78,7 @@ class MaskedBatchNorm1d(nn.BatchNorm1d):
             var.view(stat_shape) + self.eps)
         if self.affine:
             out = out * self.weight.view(stat_shape) + self.bias.view(stat_shape)
-        return out
+        return out.to(dtype)
 
 
 def normalize(norm: Optional[nn.Module], x: Tensor,

@@ -300,3 +300,26 @@ def test_link_head(mode):
         torch.testing.assert_close(b, a)
     torch.testing.assert_close(head.metric_inputs(*out_p, padded),
                                head.metric_inputs(*out, plain))
+
+
+def test_masked_batch_norm_without_enough_real_rows_stays_finite():
+    bn = MaskedBatchNorm1d(3)
+    x = torch.randn(5, 3)
+    for real in (0, 1):
+        mask = torch.arange(5) < real
+        out = bn(x, mask)
+        assert torch.isfinite(out).all()
+        assert torch.equal(bn.running_mean, torch.zeros(3))
+        assert torch.equal(bn.running_var, torch.ones(3))
+
+
+def test_masked_batch_norm_keeps_half_precision_inputs_exact_enough():
+    torch.manual_seed(0)
+    x = torch.randn(741, 4) * 3 + 5
+    mask = torch.arange(741) < 700
+    a, b = MaskedBatchNorm1d(4), torch.nn.BatchNorm1d(4)
+    out = a(x.bfloat16(), mask)
+    ref = b(x[:700])
+    assert out.dtype == torch.bfloat16
+    torch.testing.assert_close(a.running_mean, b.running_mean, rtol=1e-2, atol=1e-2)
+    torch.testing.assert_close(out[:700].float(), ref, rtol=2e-2, atol=3e-2)
