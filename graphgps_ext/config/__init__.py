@@ -425,6 +425,16 @@ def merge_data(cfg: CfgNode, data: dict, path: str) -> List[str]:
     translated GraphGPS config, :mod:`graphgps_ext.compat`) into ``cfg``,
     rejecting unknown keys clearly; returns the dotted keys it sets."""
     data = _coerce_tree(cfg, data, f'in {path}')
+    keys = leaf_keys(data)
+    # 'auto'-or-boolean keys change type: set directly (yacs' merge refuses).
+    direct = {}
+    for key in _AUTO_BOOL:
+        *parents, last = key.split('.')
+        node = data
+        for part in parents:
+            node = node.get(part) if isinstance(node, dict) else None
+        if isinstance(node, dict) and last in node:
+            direct[key] = node.pop(last)
     try:
         other = CfgNode(data)
     except (AssertionError, TypeError, ValueError) as err:  # e.g. a date value
@@ -434,7 +444,10 @@ def merge_data(cfg: CfgNode, data: dict, path: str) -> List[str]:
         cfg.merge_from_other_cfg(other)
     except ValueError as err:  # yacs type mismatch
         raise ConfigError(f'{path}: {err}') from None
-    return leaf_keys(data)
+    for key, value in direct.items():
+        *parents, last = key.split('.')
+        get_key(cfg, '.'.join(parents))[last] = value
+    return keys
 
 
 def merge_list(cfg: CfgNode, opts: Optional[Sequence[str]]) -> List[str]:
