@@ -48,7 +48,7 @@ from graphgps_ext.encoder.ogb import Atom, Bond
 from graphgps_ext.encoder.pair import PairEncoder
 from graphgps_ext.encoder.rwse import RWSE
 from graphgps_ext.encoder.type_dict import TypeDictEdge, TypeDictNode
-from graphgps_ext.layer.norm import MaskedBatchNorm1d, normalize
+from graphgps_ext.layer.norm import MaskedBatchNorm1d, normalize, prefix_rows
 
 NODE_ENCODERS = {
     'TypeDictNode': TypeDictNode,
@@ -169,7 +169,8 @@ class _EdgeWithNorm(nn.Module):
 
     def forward(self, batch):
         return normalize(self.norm, self.enc(batch),
-                         getattr(batch, 'edge_mask', None))
+                         getattr(batch, 'edge_mask', None),
+                         prefix_rows(batch, 'real_edges'))
 
 
 def build_edge_encoder(cfg, task, dim: int) -> Optional[nn.Module]:

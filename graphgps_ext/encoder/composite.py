@@ -18,7 +18,7 @@ import torch
 from torch import Tensor, nn
 from torch_geometric.nn.inits import reset
 
-from graphgps_ext.layer.norm import normalize
+from graphgps_ext.layer.norm import normalize, prefix_rows
 
 
 class CompositeNodeEncoder(nn.Module):
@@ -47,5 +47,6 @@ class CompositeNodeEncoder(nn.Module):
         for enc in self.add:
             h = h + enc(batch)
         if self.norm is not None:
-            h = normalize(self.norm, h, getattr(batch, 'node_mask', None))
+            h = normalize(self.norm, h, getattr(batch, 'node_mask', None),
+                      prefix_rows(batch, 'real_nodes'))
         return h

@@ -24,7 +24,7 @@ run (``GPSModel.encode``). ``forward`` returns ``None`` (no embedding part).
 import torch
 from torch import nn
 
-from graphgps_ext.layer.norm import MaskedBatchNorm1d, normalize
+from graphgps_ext.layer.norm import MaskedBatchNorm1d, normalize, prefix_rows
 
 ATTR = 'pe_equiv'
 
@@ -60,7 +60,8 @@ class EquivStableLapPE(nn.Module):
                              'posenc_EquivStableLapPE.enable True')
         z = batch.pe_eslap_vec
         z = z.masked_fill(torch.isnan(z), 0.0)
-        z = normalize(self.raw_norm, z, getattr(batch, 'node_mask', None))
+        z = normalize(self.raw_norm, z, getattr(batch, 'node_mask', None),
+                      prefix_rows(batch, 'real_nodes'))
         if self.lin is not None:
             z = self.lin(z)
         setattr(batch, ATTR, z)

@@ -24,7 +24,7 @@ import torch
 from torch import Tensor, nn
 from torch_geometric.nn.inits import reset
 
-from graphgps_ext.layer.norm import MaskedBatchNorm1d, normalize
+from graphgps_ext.layer.norm import MaskedBatchNorm1d, normalize, prefix_rows
 
 
 def _mlp(dims, final_act=True) -> nn.Sequential:
@@ -113,11 +113,13 @@ class LapPE(nn.Module):
             b, B = batch_vector(batch, vec.size(0), vec.device)
             vec = random_sign(vec, b, B)
         if self.model == 'linear':
-            pe = normalize(self.raw_norm, vec, getattr(batch, 'node_mask', None))
+            pe = normalize(self.raw_norm, vec, getattr(batch, 'node_mask', None),
+                      prefix_rows(batch, 'real_nodes'))
             out = self.lin(pe)
         else:
             pe = torch.stack([vec, val], dim=2)  # [N, k, 2]
-            pe = normalize(self.raw_norm, pe, getattr(batch, 'node_mask', None))
+            pe = normalize(self.raw_norm, pe, getattr(batch, 'node_mask', None),
+                      prefix_rows(batch, 'real_nodes'))
             pe = self.lin(pe)  # [N, k, h]
             if self.model == 'Transformer':
                 mask = empty.clone()

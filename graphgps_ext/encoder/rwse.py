@@ -15,7 +15,7 @@ from torch_geometric.nn.inits import reset
 
 from graphgps_ext.config.posenc import rwse_times
 from graphgps_ext.encoder.lap_pe import _mlp
-from graphgps_ext.layer.norm import MaskedBatchNorm1d, normalize
+from graphgps_ext.layer.norm import MaskedBatchNorm1d, normalize, prefix_rows
 
 
 class RWSE(nn.Module):
@@ -51,5 +51,6 @@ class RWSE(nn.Module):
         if x.size(1) != self.K:
             raise ValueError(f'pe_rwse has {x.size(1)} steps, the encoder '
                              f'expects {self.K} (posenc_RWSE.kernel)')
-        x = normalize(self.raw_norm, x, getattr(batch, 'node_mask', None))
+        x = normalize(self.raw_norm, x, getattr(batch, 'node_mask', None),
+                      prefix_rows(batch, 'real_nodes'))
         return self.enc(x)

@@ -12,6 +12,8 @@ from typing import Any, Dict, Optional, Tuple
 import torch
 from torch import Tensor
 
+from graphgps_ext.layer.norm import prefix_rows
+
 
 @dataclass
 class DenseLayout:
@@ -72,6 +74,9 @@ class GraphContext:
             batch-wide softmaxes; ``None`` (no padding) otherwise. Padding
             nodes form graphs of their own, so per-graph operations
             (message passing, attention, pooling) need no mask.
+        real_nodes, real_edges: when the real nodes (edges) are the first
+            rows, their count (a Python int from the collater), else
+            ``None``.
     """
     edge_index: Tensor
     batch: Tensor
@@ -82,6 +87,8 @@ class GraphContext:
     node_mask: Optional[Tensor] = None
     edge_mask: Optional[Tensor] = None
     graph_mask: Optional[Tensor] = None
+    real_nodes: Optional[int] = None
+    real_edges: Optional[int] = None
 
     @classmethod
     def from_batch(cls, data) -> 'GraphContext':
@@ -94,7 +101,9 @@ class GraphContext:
                    num_graphs=num_graphs,
                    node_mask=getattr(data, 'node_mask', None),
                    edge_mask=getattr(data, 'edge_mask', None),
-                   graph_mask=getattr(data, 'graph_mask', None))
+                   graph_mask=getattr(data, 'graph_mask', None),
+                   real_nodes=prefix_rows(data, 'real_nodes'),
+                   real_edges=prefix_rows(data, 'real_edges'))
 
     @property
     def num_nodes(self) -> int:

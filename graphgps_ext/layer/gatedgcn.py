@@ -163,9 +163,9 @@ class GatedGCN(nn.Module):
                       dim_size=N, reduce='sum')
         den = scatter(sigma, dst, 0, dim_size=N, reduce='sum')
         x_out = self.act(normalize(self.node_norm, self.A(x) + num / (den + self.eps),
-                                   ctx.node_mask))
+                                   ctx.node_mask, ctx.real_nodes))
         e_out = self.dropout(self.act(normalize(self.edge_norm, e_hat,
-                                                ctx.edge_mask)))
+                                                ctx.edge_mask, ctx.real_edges)))
         if self.edge_residual:
             e_out = edge_attr + e_out
         return x_out, e_out

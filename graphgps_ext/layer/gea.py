@@ -251,7 +251,8 @@ class GEANet(nn.Module):
             e_out = self.edge_out(e_out)
         if self.edge_skip:
             e_out = edge_attr + e_out
-        return x_out, normalize(self.edge_norm, e_out, ctx.edge_mask)
+        return x_out, normalize(self.edge_norm, e_out, ctx.edge_mask,
+                                 ctx.real_edges)
 
     def extra_repr(self) -> str:
         return (f'dim={self.dim}, heads={self.n_heads}, slots={self.num_slots}, '

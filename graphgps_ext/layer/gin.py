@@ -71,7 +71,7 @@ class GIN(nn.Module):
             h = self.conv.propagate(ctx.edge_index, x=(x, x), size=None)
             h = h + (1 + self.conv.eps) * x
             for module in self.conv.nn:
-                h = normalize(module, h, ctx.node_mask) if isinstance(
+                h = normalize(module, h, ctx.node_mask, ctx.real_nodes) if isinstance(
                     module, nn.modules.batchnorm._BatchNorm) else module(h)
             out = h
         return (self.out_act(out) if self.out_act is not None else out), None

@@ -162,9 +162,10 @@ class GT(nn.Module):
         e = self.lin_oe(dropout(w_hat.reshape(-1, self.dim), self.dropout,
                                 self.training))
         e = normalize(self.norm1_e, edge_attr + e if self.residual else e,
-                      ctx.edge_mask)
+                      ctx.edge_mask, ctx.real_edges)
         f = self.ffn_e(e)
-        e = normalize(self.norm2_e, e + f if self.residual else f, ctx.edge_mask)
+        e = normalize(self.norm2_e, e + f if self.residual else f, ctx.edge_mask,
+                      ctx.real_edges)
         return out, e
 
     def _sparse(self, score: Tensor, v_src: Tensor, dst: Tensor, N: int,

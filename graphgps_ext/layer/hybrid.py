@@ -137,25 +137,25 @@ class HybridLayer(nn.Module):
     def forward(self, x: Tensor, edge_attr: Optional[Tensor],
                 ctx: GraphContext):
         out = None
-        mask = ctx.node_mask
+        mask, real = ctx.node_mask, ctx.real_nodes
         for kind, branch in self.branches.items():
             norm = self.norms[kind]
-            h, e = branch(normalize(norm, x, mask) if self.pre_norm else x,
+            h, e = branch(normalize(norm, x, mask, real) if self.pre_norm else x,
                           edge_attr, ctx)
             h = self.dropout(h)
             if self.residual:
                 skip = getattr(branch, 'skip', None)
                 h = h + (skip(x, ctx) if skip is not None else x)
             if not self.pre_norm:
-                h = normalize(norm, h, mask)
+                h = normalize(norm, h, mask, real)
             if e is not None:
                 edge_attr = e
             out = h if out is None else out + h
         if self.ffn is not None:
             if self.pre_norm:
-                out = out + self.ffn(normalize(self.ffn_norm, out, mask))
+                out = out + self.ffn(normalize(self.ffn_norm, out, mask, real))
             else:
-                out = normalize(self.ffn_norm, out + self.ffn(out), mask)
+                out = normalize(self.ffn_norm, out + self.ffn(out), mask, real)
         elif self.ffn_norm is not None:
-            out = normalize(self.ffn_norm, out, mask)
+            out = normalize(self.ffn_norm, out, mask, real)
         return out, edge_attr

@@ -34,16 +34,29 @@ from torch import Tensor, nn
 class MaskedBatchNorm1d(nn.BatchNorm1d):
     r""":class:`~torch.nn.BatchNorm1d` whose batch statistics skip masked rows.
 
-    ``forward(x [N, C, *S], mask [N] bool | None)``: with ``mask`` (and in
-    training mode, or without running statistics) only the rows where
-    ``mask`` is ``True`` enter :math:`\mu`, :math:`\sigma^2` and the running
-    statistics; every row is normalised. ``mask=None``: plain batch norm.
+    ``forward(x [N, C, *S], mask [N] bool | None, real: int | None)``: with
+    ``mask`` (and in training mode, or without running statistics) only the
+    rows where ``mask`` is ``True`` enter :math:`\mu`, :math:`\sigma^2` and
+    the running statistics. ``mask=None``: plain batch norm.
+
+    ``real``: the real rows are the first ``real`` (a count known on the
+    host, as for a static-shape batch's nodes and edges). Eagerly, the
+    module then runs PyTorch's batch norm kernel on those rows and pads the
+    output with zero rows: three operators instead of the masked sums'
+    twenty, and bit-identical to the unpadded batch. Under
+    ``torch.compile`` (where a varying ``real`` would specialise the graph)
+    the masked sums run instead, which the compiler fuses.
     """
 
-    def forward(self, x: Tensor, mask: Optional[Tensor] = None) -> Tensor:
+    def forward(self, x: Tensor, mask: Optional[Tensor] = None,
+                real: Optional[int] = None) -> Tensor:
         use_batch = self.training or not self.track_running_stats
         if mask is None or not use_batch:
             return super().forward(x)
+        if real is not None and not torch.compiler.is_compiling():
+            out = super().forward(x[:real])
+            pad = [0, 0] * (x.dim() - 1) + [0, x.size(0) - real]
+            return torch.nn.functional.pad(out, pad)
         dtype = x.dtype  # half-precision inputs (autocast): float32 statistics
         if dtype in (torch.float16, torch.bfloat16):
             x = x.float()
@@ -82,8 +95,9 @@ class MaskedBatchNorm1d(nn.BatchNorm1d):
 
 
 def normalize(norm: Optional[nn.Module], x: Tensor,
-              mask: Optional[Tensor] = None) -> Tensor:
-    """``norm(x)``, passing the row ``mask`` to a :class:`MaskedBatchNorm1d`.
+              mask: Optional[Tensor] = None, real: Optional[int] = None) -> Tensor:
+    """``norm(x)``, passing the row ``mask`` (and the count ``real`` of
+    leading real rows, when they are a prefix) to a :class:`MaskedBatchNorm1d`.
 
     Raises ``ValueError`` for a mask and another batch norm (e.g. a
     ``SyncBatchNorm``), whose statistics would include the padding rows."""
@@ -92,9 +106,19 @@ def normalize(norm: Optional[nn.Module], x: Tensor,
     if mask is None:
         return norm(x)
     if isinstance(norm, MaskedBatchNorm1d):
-        return norm(x, mask)
+        return norm(x, mask, real)
     if isinstance(norm, nn.modules.batchnorm._BatchNorm):
         raise ValueError(
             f'{type(norm).__name__} cannot skip the padding rows of a '
             'static-shape batch; set train.static_shapes False')
     return norm(x)
+
+
+def prefix_rows(data, name: str) -> Optional[int]:
+    """``data.<name>`` (``real_nodes`` / ``real_edges``: the count of leading
+    real rows of a static-shape batch), or ``None``. Always ``None`` under
+    ``torch.compile``: a Python int that changes from batch to batch would be
+    specialised into the compiled graph (one recompilation per value)."""
+    if torch.compiler.is_compiling():
+        return None
+    return getattr(data, name, None)

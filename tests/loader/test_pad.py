@@ -166,8 +166,17 @@ def batches(data, capacities):
     return plain, padded
 
 
+@pytest.fixture(params=['prefix', 'masked'])
+def norm_path(request, monkeypatch):
+    """``prefix``: eager batch norms run PyTorch's kernel on the leading real
+    rows; ``masked``: the masked sums that run under torch.compile."""
+    if request.param == 'masked':
+        monkeypatch.setattr(torch.compiler, 'is_compiling', lambda: True)
+    return request.param
+
+
 @pytest.mark.parametrize('case', list(CASES))
-def test_padding_changes_nothing(case):
+def test_padding_changes_nothing(case, norm_path):
     layer_type, extra = CASES[case]
     cfg, model = build(layer_type, extra)
     data = dataset(cfg)
@@ -189,7 +198,7 @@ def test_padding_changes_nothing(case):
 
 @pytest.mark.parametrize('layer_type', ['GatedGCN+Transformer+GEANet',
                                         'GIN+None+None'])
-def test_node_head(layer_type):
+def test_node_head(layer_type, norm_path):
     cfg, model = build(layer_type, RWSE, NODE_TASK)
     data = dataset(cfg, node_y=True)
     plain, padded = batches(data, Capacities([Capacity(72, 130, 7)]))
@@ -214,6 +223,16 @@ def test_masked_batch_norm_equals_batch_norm_on_real_rows():
             assert int(a.num_batches_tracked) == int(b.num_batches_tracked)
         a.eval(), b.eval()
         torch.testing.assert_close(a(x, mask), b(x))
+
+
+def test_prefix_rows_use_the_batch_norm_kernel():
+    torch.manual_seed(0)
+    x = torch.randn(10, 4, 2)
+    mask = torch.arange(10) < 7
+    a, b = MaskedBatchNorm1d(4), torch.nn.BatchNorm1d(4)
+    out = a(x, mask, 7)
+    assert torch.equal(out[:7], b(x[:7])) and torch.equal(out[7:], torch.zeros(3, 4, 2))
+    assert torch.equal(a.running_var, b.running_var)
 
 
 def test_without_mask_it_is_batch_norm():
