@@ -211,9 +211,10 @@ def pad_batch(batch: Batch, capacities: Capacities) -> Batch:
         else:  # padding graph B holds the padding rows, the rest are empty
             slices[key] = torch.cat([s, s.new_full((extra_graphs, ), size[level])])
         if key in incs and isinstance(incs[key], Tensor) and incs[key].dim() > 0:
-            inc = incs[key]
-            fill = N if bool(inc.any()) else 0
-            incs[key] = torch.cat([inc, inc.new_full((extra_graphs, ), fill)])
+            inc = incs[key]  # node offsets of the padding graphs (index keys)
+            extra = inc.new_full((extra_graphs, ), cap.nodes)
+            extra[0] = N
+            incs[key] = torch.cat([inc, extra if bool(inc.any()) else extra * 0])
     dev = batch.batch.device
     batch.batch = torch.cat([batch.batch, torch.full(
         (cap.nodes - N, ), B, dtype=batch.batch.dtype, device=dev)])
