@@ -166,11 +166,17 @@ def test_failed_check_trains_eagerly(molecule_run, tmp_path, monkeypatch):
     assert log.count('fast path off, training eagerly') == 1
 
 
-def test_compile_once_per_capacity_never_after_warm_up():
+@pytest.mark.parametrize('backend', [
+    'aot_eager',
+    pytest.param('inductor', marks=pytest.mark.skipif(
+        not os.environ.get('GRAPHGPS_EXT_INDUCTOR_TEST'),
+        reason='inductor code generation takes minutes on a small CPU host; '
+               'set GRAPHGPS_EXT_INDUCTOR_TEST=1 to run it'))])
+def test_compile_once_per_capacity_never_after_warm_up(backend):
     """torch.compile on static shapes: one graph per capacity bucket, no
     recompilation when later batches of other sizes reuse a bucket.
     (``aot_eager``: dynamo and AOT autograd as on a GPU, without the
-    inductor's code generation, to stay quick on a CPU.)"""
+    inductor's code generation, to stay within seconds on a CPU.)"""
     from torch._dynamo.utils import counters
     from torch_geometric.data import Batch
 
@@ -189,7 +195,7 @@ def test_compile_once_per_capacity_never_after_warm_up():
                                  [g.num_edges for g in graphs], batch_size=4)
     torch._dynamo.reset()
     counters.clear()
-    net = torch.compile(model, backend='aot_eager', dynamic=False)
+    net = torch.compile(model, backend=backend, dynamic=False)
     opt = torch.optim.Adam(model.parameters())
     seen, sizes = set(), set()
     for step in range(12):
