@@ -87,8 +87,9 @@ class Capacities:
                    seed: int = 0) -> 'Capacities':
         r"""Buckets from per-graph node and edge counts ``[G]``: the
         quantiles of the totals of ``draws`` random batches of
-        ``min(batch_size, G)`` graphs (drawn with replacement, a fixed generator: the same buckets on
-        every machine) and the bound :math:`\sum` of the largest graphs."""
+        ``min(batch_size, G)`` graphs (drawn with replacement by a fixed
+        generator: the same buckets on every machine) and the bound
+        :math:`\sum` of the largest graphs."""
         nodes = torch.as_tensor(nodes, dtype=torch.long)
         edges = torch.as_tensor(edges, dtype=torch.long)
         if nodes.numel() == 0:
