@@ -342,3 +342,25 @@ def test_masked_batch_norm_keeps_half_precision_inputs_exact_enough():
     assert out.dtype == torch.bfloat16
     torch.testing.assert_close(a.running_mean, b.running_mean, rtol=1e-2, atol=1e-2)
     torch.testing.assert_close(out[:700].float(), ref, rtol=2e-2, atol=3e-2)
+
+
+def test_root_node_head(norm_path):
+    task = TaskInfo(name='tree-like', task='graph', task_type='classification',
+                    num_outputs=3, loss='cross_entropy', metric='accuracy',
+                    metric_direction='max', metrics=['accuracy'],
+                    node_encoder='TypeDictNode', node_dim=1, node_num_types=28,
+                    edge_encoder='TypeDictEdge', edge_dim=1, edge_num_types=4,
+                    head='root_node')
+    cfg, model = build('GINE+None+None', RWSE, task)
+    data = dataset(cfg)
+    graphs = []
+    for i in range(len(data)):
+        g = data[i]
+        g.root_mask = torch.arange(g.num_nodes) == 0
+        g.y = torch.tensor([i % 3])
+        graphs.append(g)
+    plain = as_double(Batch.from_data_list(graphs))
+    padded = as_double(pad_batch(Batch.from_data_list(graphs),
+                                 Capacities([Capacity(80, 160, 9)])))
+    assert int(padded.root_mask.sum()) == len(graphs)
+    check_same(model, plain, padded, NODE_TASK)  # cross entropy on the rows
