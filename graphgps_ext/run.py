@@ -71,6 +71,7 @@ from graphgps_ext.run_config import finalize_cfg
 from graphgps_ext.seed_folder import (Replacement, SeedLock, SeedLocked,
                                       recover, run_entries)
 from graphgps_ext.train import checkpoint as ckpt
+from graphgps_ext.train import speed
 from graphgps_ext.train.checkpoint import CheckpointError
 from graphgps_ext.train.loop import NonFiniteLossError, Trainer
 from graphgps_ext.train.loss import LOSSES
@@ -91,10 +92,11 @@ def load_dataset(cfg):
 
 
 def make_loaders(cfg, bundle, rank: int = 0, world_size: int = 1,
-                 device=None):
+                 device=None, capacities=None):
     """:func:`graphgps_ext.loader.make_loaders` (imported on use)."""
     from graphgps_ext.loader import make_loaders as fn
-    return fn(cfg, bundle, rank=rank, world_size=world_size, device=device)
+    return fn(cfg, bundle, rank=rank, world_size=world_size, device=device,
+              capacities=capacities)
 
 
 def run_dir_of(cfg) -> str:
@@ -284,14 +286,18 @@ def prepare(cfg, plan: Plan, state: Optional[Dict[str, Any]]) -> SimpleNamespace
     # dataset was processed now or read from its cache.
     seed_everything(cfg.seed)
     model = dist.wrap_model(build_model(cfg, bundle.task).to(device), cfg, device)
+    # Static shapes and compile, checked on one batch where asked (CUDA).
+    fast = speed.choose_fast_path(cfg, model, bundle.splits['train'], device,
+                                  LOSSES[cfg.model.loss_fun], world_size, log)
     loaders = make_loaders(cfg, bundle, rank=rank, world_size=world_size,
-                           device=device)
+                           device=device, capacities=fast.capacities)
     if rank > 0:  # own dropout streams; rank 0 draws as one process would
         seed_everything(dist.rank_seed(cfg.seed, rank))
     if plan.action == 'resume' and state is None:
         state = ckpt.load(plan.checkpoint)
     return SimpleNamespace(bundle=bundle, task=bundle.task, metric=metric,
                            mode=mode, model=model, loaders=loaders, device=device,
+                           fast=fast,
                            state=state, global_batch=global_batch)
 
 
@@ -322,7 +328,7 @@ def start(cfg, run_dir: str, run: SimpleNamespace, plan: Plan,
                                wandb_id=state.get('wandb_id') if state else None)
         trainer = Trainer(cfg, run.model, run.loaders, LOSSES[cfg.model.loss_fun],
                           run.metric, run.mode, run.task.metrics, run_dir,
-                          run_logger, run.device, callbacks)
+                          run_logger, run.device, callbacks, fast_path=run.fast)
         trainer.identity = ident
         _log_setup(cfg, run, trainer)
         if fresh:

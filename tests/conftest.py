@@ -150,13 +150,19 @@ def tiny_task():
                     node_encoder='LinearNode', node_dim=2)
 
 
-def tiny_loaders(cfg, bundle, rank=0, world_size=1, device=None):
+def tiny_loaders(cfg, bundle, rank=0, world_size=1, device=None, capacities=None):
     from torch_geometric.loader import DataLoader
+
+    from graphgps_ext.loader.pad import PadCollater
     gen = torch.Generator().manual_seed(cfg.seed)
-    return {split: DataLoader(ds, batch_size=cfg.train.batch_size,
-                              shuffle=split == 'train',
-                              generator=gen if split == 'train' else None)
-            for split, ds in bundle.splits.items()}
+    loaders = {split: DataLoader(ds, batch_size=cfg.train.batch_size,
+                                 shuffle=split == 'train',
+                                 generator=gen if split == 'train' else None)
+               for split, ds in bundle.splits.items()}
+    if capacities is not None:
+        for loader in loaders.values():
+            loader.collate_fn = PadCollater(loader.collate_fn, capacities)
+    return loaders
 
 
 @pytest.fixture

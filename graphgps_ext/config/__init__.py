@@ -42,6 +42,8 @@ from yacs.config import CfgNode
 from graphgps_ext.branches import layer_type_of
 
 _CHOICES: Dict[str, List] = {}
+# Keys that take 'auto' or a boolean.
+_AUTO_BOOL: List[str] = []
 # Keys that never change a run's results (paths, logging, threads, speed
 # switches): outside the run fingerprint (:mod:`graphgps_ext.identity`).
 _VOLATILE: List[str] = []
@@ -70,6 +72,13 @@ class ConfigError(ValueError):
 def choices(key: str, values: Iterable):
     """Declare the allowed values of the dotted config ``key``."""
     _CHOICES[key] = list(values)
+
+
+def auto_or_bool(key: str):
+    """Declare the dotted config ``key`` as ``'auto'``, ``True`` or ``False``
+    (default ``'auto'``; ``true``/``false`` in any case read as booleans)."""
+    _AUTO_BOOL.append(key)
+    _CHOICES[key] = ['auto', True, False]
 
 
 def volatile(*keys: str):
@@ -367,6 +376,13 @@ def coerce(key: str, value, default, where: str):
     type change raises :class:`ConfigError` naming the expected type."""
     if default is None:
         return value
+    if key in _AUTO_BOOL:
+        if isinstance(value, str) and value.lower() in ('true', 'false'):
+            return value.lower() == 'true'
+        if isinstance(value, bool) or value == 'auto':
+            return value
+        raise ConfigError(f"bad value {value!r} for '{key}' ({where}): expected "
+                          "'auto', True or False")
     if isinstance(value, str) and not isinstance(default, str):
         # As yacs reads a value: a Python literal in text (YAML 1.1 reads
         # '1e-5', without a dot, as a string).
@@ -413,6 +429,16 @@ def merge_data(cfg: CfgNode, data: dict, path: str) -> List[str]:
     translated GraphGPS config, :mod:`graphgps_ext.compat`) into ``cfg``,
     rejecting unknown keys clearly; returns the dotted keys it sets."""
     data = _coerce_tree(cfg, data, f'in {path}')
+    keys = leaf_keys(data)
+    # 'auto'-or-boolean keys change type: set directly (yacs' merge refuses).
+    direct = {}
+    for key in _AUTO_BOOL:
+        *parents, last = key.split('.')
+        node = data
+        for part in parents:
+            node = node.get(part) if isinstance(node, dict) else None
+        if isinstance(node, dict) and last in node:
+            direct[key] = node.pop(last)
     try:
         other = CfgNode(data)
     except (AssertionError, TypeError, ValueError) as err:  # e.g. a date value
@@ -422,7 +448,10 @@ def merge_data(cfg: CfgNode, data: dict, path: str) -> List[str]:
         cfg.merge_from_other_cfg(other)
     except ValueError as err:  # yacs type mismatch
         raise ConfigError(f'{path}: {err}') from None
-    return leaf_keys(data)
+    for key, value in direct.items():
+        *parents, last = key.split('.')
+        get_key(cfg, '.'.join(parents))[last] = value
+    return keys
 
 
 def merge_list(cfg: CfgNode, opts: Optional[Sequence[str]]) -> List[str]:

@@ -47,12 +47,29 @@ path available and gives the plain path's results within tolerance
   ``False`` differentiates the same forward with autograd;
 - ``train.amp``: autocast precision of the forward pass: ``none`` (float32),
   ``bf16`` (bfloat16 autocast; fast on CUDA GPUs with bf16 units, on most
-  CPUs slower than float32). The loss is computed in float32.
+  CPUs slower than float32). The loss is computed in float32;
+- ``train.static_shapes`` (``auto``: on for CUDA, off on CPU; ``True``;
+  ``False``): every batch is padded to one of a few capacities (nodes, edges,
+  graphs) chosen from the training split's sizes, with masks so that the
+  padding changes nothing (:mod:`graphgps_ext.loader.pad`): the kernels of
+  a step then have a few fixed shapes, which ``torch.compile`` compiles once
+  per capacity (``dynamic=False``) and CUDA graphs can replay. Results equal
+  the unpadded batches' (``tests/loader/test_pad.py``); with dropout the
+  masks are drawn for the padded tensors (same distribution, other draws);
+- ``train.fast_path_check`` (``auto``: on CUDA when static shapes or
+  ``train.compile`` are on; ``True``: always; ``False``: never): before
+  training, one batch of the training split runs through the fast path
+  (static shapes, compile) and through the eager path; a loss that differs
+  beyond tolerance, or a fast path that fails (compilation, capture),
+  switches the run to the eager path with one warning naming why;
+- ``train.tf32``: TensorFloat-32 matmuls and convolutions on CUDA (about
+  10 significant bits in the products; float32 elsewhere). No effect on the
+  CPU. It changes the arithmetic, so it is part of the run fingerprint.
 
 :mod:`graphgps_ext.train.speed` applies the switches where a model is run
 (the training loop, the benchmark).
 """
-from graphgps_ext.config import choices, ignored, volatile
+from graphgps_ext.config import auto_or_bool, choices, ignored, volatile
 
 # The group's keys and defaults (dotted key -> default).
 DEFAULTS = {
@@ -72,6 +89,12 @@ DEFAULTS = {
     'train.fast_collate': True,
     # Where batches are made: auto | device | host.
     'train.data_placement': 'auto',
+    # Pad batches to capacity buckets (auto: on CUDA, off on CPU).
+    'train.static_shapes': 'auto',
+    # One-batch check of the fast path against eager (auto: on CUDA).
+    'train.fast_path_check': 'auto',
+    # TensorFloat-32 matmuls on CUDA.
+    'train.tf32': False,
 }
 
 
@@ -84,11 +107,13 @@ def speed_cfg(cfg):
 choices('train.compile_mode', ['default', 'reduce-overhead', 'max-autotune'])
 choices('train.amp', ['none', 'bf16'])
 choices('train.data_placement', ['auto', 'device', 'host'])
+auto_or_bool('train.static_shapes')
+auto_or_bool('train.fast_path_check')
 # Same results as the plain path (within float tolerance): outside the run
 # fingerprint. ``train.amp`` changes the arithmetic, so it stays in.
 volatile('train.compile', 'train.compile_mode', 'train.compile_dynamic',
          'optim.fused', 'optim.flat_params', 'train.fast_collate',
-         'train.data_placement')
+         'train.data_placement', 'train.static_shapes', 'train.fast_path_check')
 ignored('train.compile_mode', 'train.compile_dynamic',
         unless=lambda cfg: cfg.train.compile, why='train.compile is False',
         in_file='warn')

@@ -50,6 +50,7 @@ from graphgps_ext.encoder.ogb import Atom, Bond
 from graphgps_ext.encoder.pair import PairEncoder
 from graphgps_ext.encoder.rwse import RWSE
 from graphgps_ext.encoder.type_dict import TypeDictEdge, TypeDictNode
+from graphgps_ext.layer.norm import MaskedBatchNorm1d, normalize, prefix_rows
 
 NODE_ENCODERS = {
     'TypeDictNode': TypeDictNode,
@@ -118,7 +119,7 @@ def build_node_encoder(cfg, task, dim: int) -> nn.Module:
     type_enc = _lookup('node_encoder_dict', type_name, 'node').from_cfg(
         cfg, task, dim - width)
     explicit = bool(getattr(cfg.dataset, 'node_encoder', False))
-    norm = (nn.BatchNorm1d(dim) if explicit and cfg.dataset.node_encoder_bn
+    norm = (MaskedBatchNorm1d(dim) if explicit and cfg.dataset.node_encoder_bn
             else None)
     if not (concat or add or side or norm is not None):
         return type_enc
@@ -167,14 +168,16 @@ class _EdgeWithNorm(nn.Module):
 
     def __init__(self, enc: nn.Module, dim: int):
         super().__init__()
-        self.enc, self.norm = enc, nn.BatchNorm1d(dim)
+        self.enc, self.norm = enc, MaskedBatchNorm1d(dim)
 
     def reset_parameters(self):
         reset(self.enc)
         self.norm.reset_parameters()
 
     def forward(self, batch):
-        return self.norm(self.enc(batch))
+        return normalize(self.norm, self.enc(batch),
+                         getattr(batch, 'edge_mask', None),
+                         prefix_rows(batch, 'real_edges'))
 
 
 def build_edge_encoder(cfg, task, dim: int) -> Optional[nn.Module]:

@@ -18,6 +18,8 @@ import torch
 from torch import Tensor, nn
 from torch_geometric.nn.inits import reset
 
+from graphgps_ext.layer.norm import normalize, prefix_rows
+
 
 class CompositeNodeEncoder(nn.Module):
     r"""Type encoder ``[N, d_t]`` ‖ concatenated PEs, plus added PEs -> ``[N, d]``."""
@@ -45,5 +47,6 @@ class CompositeNodeEncoder(nn.Module):
         for enc in self.add:
             h = h + enc(batch)
         if self.norm is not None:
-            h = self.norm(h)
+            h = normalize(self.norm, h, getattr(batch, 'node_mask', None),
+                      prefix_rows(batch, 'real_nodes'))
         return h

@@ -24,6 +24,8 @@ run (``GPSModel.encode``). ``forward`` returns ``None`` (no embedding part).
 import torch
 from torch import nn
 
+from graphgps_ext.layer.norm import MaskedBatchNorm1d, normalize, prefix_rows
+
 ATTR = 'pe_equiv'
 
 
@@ -37,7 +39,7 @@ class EquivStableLapPE(nn.Module):
             raise ValueError(f"posenc_EquivStableLapPE.model '{model}' must be "
                              "'none' or 'linear'")
         self.k = max_freqs
-        self.raw_norm = nn.BatchNorm1d(max_freqs) if raw_norm else None
+        self.raw_norm = MaskedBatchNorm1d(max_freqs) if raw_norm else None
         self.lin = nn.Linear(max_freqs, dim) if model == 'linear' else None
 
     @classmethod
@@ -58,8 +60,8 @@ class EquivStableLapPE(nn.Module):
                              'posenc_EquivStableLapPE.enable True')
         z = batch.pe_eslap_vec
         z = z.masked_fill(torch.isnan(z), 0.0)
-        if self.raw_norm is not None:
-            z = self.raw_norm(z)
+        z = normalize(self.raw_norm, z, getattr(batch, 'node_mask', None),
+                      prefix_rows(batch, 'real_nodes'))
         if self.lin is not None:
             z = self.lin(z)
         setattr(batch, ATTR, z)

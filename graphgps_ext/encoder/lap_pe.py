@@ -24,6 +24,8 @@ import torch
 from torch import Tensor, nn
 from torch_geometric.nn.inits import reset
 
+from graphgps_ext.layer.norm import MaskedBatchNorm1d, normalize, prefix_rows
+
 
 def _mlp(dims, final_act=True) -> nn.Sequential:
     layers = []
@@ -61,7 +63,7 @@ class LapPE(nn.Module):
                              "'Transformer' or 'linear'")
         self.model, self.k, self.sign_flip = model, max_freqs, sign_flip
         self.pass_as_var = pass_as_var
-        self.raw_norm = nn.BatchNorm1d(max_freqs) if raw_norm else None
+        self.raw_norm = MaskedBatchNorm1d(max_freqs) if raw_norm else None
         if model == 'linear':
             self.lin = nn.Linear(max_freqs, dim_out)
         elif model == 'Transformer':
@@ -111,12 +113,13 @@ class LapPE(nn.Module):
             b, B = batch_vector(batch, vec.size(0), vec.device)
             vec = random_sign(vec, b, B)
         if self.model == 'linear':
-            pe = vec if self.raw_norm is None else self.raw_norm(vec)
+            pe = normalize(self.raw_norm, vec, getattr(batch, 'node_mask', None),
+                      prefix_rows(batch, 'real_nodes'))
             out = self.lin(pe)
         else:
             pe = torch.stack([vec, val], dim=2)  # [N, k, 2]
-            if self.raw_norm is not None:
-                pe = self.raw_norm(pe)
+            pe = normalize(self.raw_norm, pe, getattr(batch, 'node_mask', None),
+                      prefix_rows(batch, 'real_nodes'))
             pe = self.lin(pe)  # [N, k, h]
             if self.model == 'Transformer':
                 mask = empty.clone()

@@ -15,6 +15,7 @@ from torch_geometric.nn.inits import reset
 
 from graphgps_ext.config.posenc import rwse_times
 from graphgps_ext.encoder.lap_pe import _mlp
+from graphgps_ext.layer.norm import MaskedBatchNorm1d, normalize, prefix_rows
 
 
 class RWSE(nn.Module):
@@ -26,7 +27,7 @@ class RWSE(nn.Module):
         if model not in ('linear', 'mlp'):
             raise ValueError(f"posenc_RWSE.model '{model}' must be 'linear' or 'mlp'")
         self.K = num_steps
-        self.raw_norm = nn.BatchNorm1d(num_steps) if raw_norm else None
+        self.raw_norm = MaskedBatchNorm1d(num_steps) if raw_norm else None
         if model == 'linear' or layers <= 1:
             self.enc = nn.Linear(num_steps, dim_out)
         else:
@@ -50,6 +51,6 @@ class RWSE(nn.Module):
         if x.size(1) != self.K:
             raise ValueError(f'pe_rwse has {x.size(1)} steps, the encoder '
                              f'expects {self.K} (posenc_RWSE.kernel)')
-        if self.raw_norm is not None:
-            x = self.raw_norm(x)
+        x = normalize(self.raw_norm, x, getattr(batch, 'node_mask', None),
+                      prefix_rows(batch, 'real_nodes'))
         return self.enc(x)

@@ -27,6 +27,10 @@ class GraphMLPHead(nn.Module):
     ``[B, dim_out]`` (regression, binary, multi-label).
     """
 
+    #: One output row per graph (a static-shape batch's padding graphs are
+    #: cut after the real ones, :func:`graphgps_ext.loader.pad.trim`).
+    output_rows = 'graph'
+
     def __init__(self, dim_in: int, dim_out: int, pool: str = 'mean',
                  task_type: str = 'regression', **mlp):
         super().__init__()

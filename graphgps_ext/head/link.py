@@ -86,6 +86,11 @@ class InductiveLinkHead(nn.Module):
         **mlp: :class:`~graphgps_ext.head.base.HeadMLP` options.
     """
 
+    #: Kernel shapes follow the graph sizes of the batch (the dense
+    #: attention layout), not only a static-shape batch's capacity: under
+    #: ``torch.compile`` such a model keeps dynamic shapes.
+    static_shape = False
+
     def __init__(self, dim_in: int, score: str = 'dot',
                  train_mode: str = 'sampled', num_neg: int = 2,
                  ties: str = 'optimistic', filter_self: bool = False, **mlp):
@@ -117,6 +122,9 @@ class InductiveLinkHead(nn.Module):
 
     def reset_parameters(self):
         self.mlp.reset_parameters()
+
+    #: Rows of labelled (real) pairs: a static-shape batch needs no cut.
+    output_rows = 'pairs'
 
     def scores(self, x: Tensor, ctx) -> Tensor:
         """Dense pair scores ``[B, n_max, n_max]`` (padding rows/cols 0)."""
@@ -169,6 +177,8 @@ class InductiveLinkHead(nn.Module):
         elif self.train_mode == 'all':
             pairs = layout.mask.unsqueeze(2) & layout.mask.unsqueeze(1)
             pairs = pairs & ~torch.eye(n, dtype=torch.bool, device=S.device)
+            if ctx.graph_mask is not None:  # not the static-shape padding
+                pairs = pairs & ctx.graph_mask.view(-1, 1, 1)
             pred = S[pairs]
             true = pos[pairs].to(S.dtype)
         else:  # query_ce

@@ -22,6 +22,9 @@ class InductiveNodeHead(nn.Module):
     (multi-class) or ``[N, T]``.
     """
 
+    #: One output row per node (padding nodes are cut after the real ones).
+    output_rows = 'node'
+
     def __init__(self, dim_in: int, dim_out: int,
                  task_type: str = 'classification', **mlp):
         super().__init__()

@@ -26,6 +26,9 @@ class RootNodeHead(nn.Module):
     per graph), ``batch.y [B]`` -> ``pred [B, C]``, ``true [B]``.
     """
 
+    #: One output row per graph (padding graphs after the real ones).
+    output_rows = 'graph'
+
     def __init__(self, dim_in: int, dim_out: int, **mlp):
         super().__init__()
         self.mlp = HeadMLP(dim_in, dim_out, **mlp)
@@ -45,10 +48,17 @@ class RootNodeHead(nn.Module):
                              'TreeNeighbourMatch or add the mask to the data')
         root = mask.nonzero().view(-1)  # ascending node ids -> graph order
         graph = ctx.batch[root]
-        if root.numel() != ctx.num_graphs or not torch.equal(
-                graph, torch.arange(ctx.num_graphs, device=graph.device)):
+        # A static-shape batch's padding graphs have no root: the real
+        # graphs come first, the padding rows are zeros (cut before the loss).
+        real = (ctx.num_graphs if ctx.graph_mask is None
+                else getattr(batch, 'real_graphs', ctx.num_graphs))
+        if root.numel() != real or not torch.equal(
+                graph, torch.arange(real, device=graph.device)):
             raise ValueError(
                 f'root_mask must mark exactly one node per graph; got '
-                f'{root.numel()} roots for {ctx.num_graphs} graphs')
+                f'{root.numel()} roots for {real} graphs')
         pred = self.mlp(x[root])
+        if real < ctx.num_graphs:
+            pred = torch.cat([pred, pred.new_zeros(ctx.num_graphs - real,
+                                                   pred.size(1))])
         return pred, batch.y.reshape(ctx.num_graphs)

@@ -93,8 +93,16 @@ class VirtualNode(nn.Module):
         ptr = (None if ctx.ptr is None
                else ctx.ptr + torch.arange(B + 1, device=x.device))
         host = None if ctx.host_counts is None else ctx.host_counts + 1
+        node_mask = edge_mask = None
+        if ctx.node_mask is not None:  # static-shape padding: extend the masks
+            node_mask = torch.empty(N + B, dtype=torch.bool, device=x.device)
+            node_mask[new_index] = ctx.node_mask
+            node_mask[vn_index] = ctx.graph_mask
+            edge_mask = torch.cat([ctx.edge_mask, ctx.node_mask, ctx.node_mask])
         return out, GraphContext(edge_index=edge_index, batch=batch, num_graphs=B,
-                                 record=ctx.record, ptr=ptr, host_counts=host)
+                                 record=ctx.record, ptr=ptr, host_counts=host,
+                                 node_mask=node_mask, edge_mask=edge_mask,
+                                 graph_mask=ctx.graph_mask)
 
     def extra_repr(self) -> str:
         return f'dim={self.embedding.numel()}'

@@ -12,6 +12,8 @@ from typing import Any, Dict, Optional, Tuple
 import torch
 from torch import Tensor
 
+from graphgps_ext.layer.norm import prefix_rows
+
 
 @dataclass
 class DenseLayout:
@@ -84,6 +86,17 @@ class GraphContext:
         host_counts: optional ``[B]`` node counts on the CPU
             (:data:`HOST_NODE_COUNTS`); without them the sizes Python needs
             are read from the device (a host synchronisation).
+        node_mask, edge_mask, graph_mask: ``[N]``, ``[E]``, ``[B]`` booleans,
+            ``True`` at real rows, for a static-shape batch whose padding
+            rows (appended nodes, self-loop edges on them, and padding graphs
+            that hold them) must not enter batch statistics
+            (:class:`~graphgps_ext.layer.norm.MaskedBatchNorm1d`) or
+            batch-wide softmaxes; ``None`` (no padding) otherwise. Padding
+            nodes form graphs of their own, so per-graph operations
+            (message passing, attention, pooling) need no mask.
+        real_nodes, real_edges: when the real nodes (edges) are the first
+            rows, their count (a Python int from the collater), else
+            ``None``.
     """
     edge_index: Tensor
     batch: Tensor
@@ -93,6 +106,11 @@ class GraphContext:
     record: Optional[Dict[str, list]] = None
     ptr: Optional[Tensor] = None
     host_counts: Optional[Tensor] = None
+    node_mask: Optional[Tensor] = None
+    edge_mask: Optional[Tensor] = None
+    graph_mask: Optional[Tensor] = None
+    real_nodes: Optional[int] = None
+    real_edges: Optional[int] = None
 
     @classmethod
     def from_batch(cls, data) -> 'GraphContext':
@@ -108,7 +126,12 @@ class GraphContext:
         if host is not None and host.numel() != num_graphs:
             host = None
         return cls(edge_index=data.edge_index, batch=batch,
-                   num_graphs=num_graphs, ptr=ptr, host_counts=host)
+                   num_graphs=num_graphs, ptr=ptr, host_counts=host,
+                   node_mask=getattr(data, 'node_mask', None),
+                   edge_mask=getattr(data, 'edge_mask', None),
+                   graph_mask=getattr(data, 'graph_mask', None),
+                   real_nodes=prefix_rows(data, 'real_nodes'),
+                   real_edges=prefix_rows(data, 'real_edges'))
 
     @property
     def num_nodes(self) -> int:

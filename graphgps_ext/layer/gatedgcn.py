@@ -11,6 +11,7 @@ from torch_geometric.utils import scatter
 from graphgps_ext.layer.context import GraphContext
 from graphgps_ext.layer.dropout import Dropout
 from graphgps_ext.layer.hybrid import make_norm
+from graphgps_ext.layer.norm import normalize
 
 #: ``ctx.extras`` key under which the EquivStableLapPE positions ``[N, k]``
 #: are handed to the layers.
@@ -161,8 +162,10 @@ class GatedGCN(nn.Module):
         num = scatter(sigma * self.B(x).index_select(0, src), dst, 0,
                       dim_size=N, reduce='sum')
         den = scatter(sigma, dst, 0, dim_size=N, reduce='sum')
-        x_out = self.act(self.node_norm(self.A(x) + num / (den + self.eps)))
-        e_out = self.dropout(self.act(self.edge_norm(e_hat)))
+        x_out = self.act(normalize(self.node_norm, self.A(x) + num / (den + self.eps),
+                                   ctx.node_mask, ctx.real_nodes))
+        e_out = self.dropout(self.act(normalize(self.edge_norm, e_hat,
+                                                ctx.edge_mask, ctx.real_edges)))
         if self.edge_residual:
             e_out = edge_attr + e_out
         return x_out, e_out

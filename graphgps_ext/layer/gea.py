@@ -9,6 +9,7 @@ from torch_geometric.utils import scatter
 from graphgps_ext.branches import HeadsError
 from graphgps_ext.layer.context import GraphContext
 from graphgps_ext.layer.hybrid import make_norm
+from graphgps_ext.layer.norm import normalize
 
 
 def group_log_softmax(src: Tensor, group: Tensor, num_groups: int) -> Tensor:
@@ -193,12 +194,21 @@ class GEANet(nn.Module):
         return h.view(M, self.n_heads, self.head_dim)
 
     def _attend(self, h: Tensor, key: nn.Linear, value: nn.Linear,
-                group: Tensor, num_groups: int) -> Tuple[Tensor, Tensor, Tensor]:
+                group: Tensor, num_groups: int,
+                mask: Optional[Tensor] = None) -> Tuple[Tensor, Tensor, Tensor]:
         r"""Heads ``[M, H, d_h]`` -> (outputs ``[M, H, d_h]``, maps
-        :math:`\alpha` ``[M, H, S]``, :math:`\log\hat\alpha` ``[M, H, S]``)."""
+        :math:`\alpha` ``[M, H, S]``, :math:`\log\hat\alpha` ``[M, H, S]``).
+        ``mask`` (``[M]``, static-shape padding): the batch-wide softmax
+        normalises over the real rows only (padding rows get finite values
+        normalised by the same sum)."""
         if self.shared is not None and self.shared_width == 'head':
             h = self.shared(h)
-        if self.batch_softmax:  # one group: the whole mini-batch
+        if self.batch_softmax and mask is not None:
+            score = key(h)
+            real = mask.view((-1, ) + (1, ) * (score.dim() - 1))
+            log_col = score - torch.where(real, score, float('-inf')).logsumexp(
+                dim=0, keepdim=True)
+        elif self.batch_softmax:  # one group: the whole mini-batch
             log_col = key(h).log_softmax(dim=0)
         else:
             log_col = group_log_softmax(key(h), group, num_groups)
@@ -211,7 +221,7 @@ class GEANet(nn.Module):
         if self.node_key is not None:
             h, attn, log_col = self._attend(self._share(x), self.node_key,
                                             self.node_value, ctx.batch,
-                                            ctx.num_graphs)
+                                            ctx.num_graphs, ctx.node_mask)
             ctx.log('gea/node', attn)
             if ctx.record is not None:
                 ctx.log('gea/node_col', log_col.exp())
@@ -235,14 +245,15 @@ class GEANet(nn.Module):
             h = h.reshape(E, self.head_dim, self.n_heads).transpose(1, 2)
         edge_graph = ctx.cached('edge_batch', lambda: ctx.batch[ctx.edge_index[0]])
         h, attn, _ = self._attend(h, self.edge_key, self.edge_value,
-                                  edge_graph, ctx.num_graphs)
+                                  edge_graph, ctx.num_graphs, ctx.edge_mask)
         ctx.log('gea/edge', attn)
         e_out = h.reshape(E, self.dim)
         if self.edge_out is not None:
             e_out = self.edge_out(e_out)
         if self.edge_skip:
             e_out = edge_attr + e_out
-        return x_out, self.edge_norm(e_out)
+        return x_out, normalize(self.edge_norm, e_out, ctx.edge_mask,
+                                 ctx.real_edges)
 
     def extra_repr(self) -> str:
         return (f'dim={self.dim}, heads={self.n_heads}, slots={self.num_slots}, '

@@ -7,6 +7,7 @@ from torch_geometric.nn import GINConv
 from torch_geometric.nn.resolver import activation_resolver
 
 from graphgps_ext.layer.context import GraphContext
+from graphgps_ext.layer.norm import MaskedBatchNorm1d, normalize
 
 #: MLP layouts of the GIN update (``mpnn.gin_mlp``).
 GIN_MLPS = ('gin', 'graphgps')
@@ -22,7 +23,7 @@ def gin_mlp(dim: int, kind: str = 'gin', act: str = 'relu') -> nn.Sequential:
       GraphGPS's and GEAET's ``GIN`` / ``GINE`` local models.
     """
     if kind == 'gin':
-        return nn.Sequential(nn.Linear(dim, dim), nn.BatchNorm1d(dim),
+        return nn.Sequential(nn.Linear(dim, dim), MaskedBatchNorm1d(dim),
                              activation_resolver(act), nn.Linear(dim, dim))
     if kind == 'graphgps':
         return nn.Sequential(nn.Linear(dim, dim), activation_resolver(act),
@@ -73,7 +74,15 @@ class GIN(nn.Module):
 
     def forward(self, x: Tensor, edge_attr: Optional[Tensor],
                 ctx: GraphContext):
-        out = self.conv(x, ctx.edge_index)
+        if ctx.node_mask is None:
+            out = self.conv(x, ctx.edge_index)
+        else:  # GINConv's forward with the MLP's batch norm on real rows
+            h = self.conv.propagate(ctx.edge_index, x=(x, x), size=None)
+            h = h + (1 + self.conv.eps) * x
+            for module in self.conv.nn:
+                h = normalize(module, h, ctx.node_mask, ctx.real_nodes) if isinstance(
+                    module, nn.modules.batchnorm._BatchNorm) else module(h)
+            out = h
         return (self.out_act(out) if self.out_act is not None else out), None
 
     def extra_repr(self) -> str:

@@ -13,6 +13,7 @@ from graphgps_ext.branches import HeadsError
 from graphgps_ext.layer.dropout import Dropout, dropout
 from graphgps_ext.layer.context import GraphContext
 from graphgps_ext.layer.hybrid import make_norm
+from graphgps_ext.layer.norm import normalize
 
 CLAMP = 5.0  # the authors' score clamp
 EPS = 1e-6   # the authors' denominator epsilon
@@ -94,6 +95,9 @@ class GT(nn.Module):
                 'gtlayer.edge_features False or gtlayer.full_graph False')
         self.dim, self.heads, self.head_dim = dim, heads, dim // heads
         self.full_graph, self.edge_features = full_graph, edge_features
+        # The full-graph attention runs on the dense layout (sizes of the
+        # batch; see Transformer.static_shape).
+        self.static_shape = not full_graph
         self.attn_dropout, self.dropout = attn_dropout, dropout
         self.residual = residual
         self.clamp_exp, self.no_eps = clamp_exp, no_eps
@@ -158,9 +162,11 @@ class GT(nn.Module):
             return out, None
         e = self.lin_oe(dropout(w_hat.reshape(-1, self.dim), self.dropout,
                                 self.training))
-        e = self.norm1_e(edge_attr + e if self.residual else e)
+        e = normalize(self.norm1_e, edge_attr + e if self.residual else e,
+                      ctx.edge_mask, ctx.real_edges)
         f = self.ffn_e(e)
-        e = self.norm2_e(e + f if self.residual else f)
+        e = normalize(self.norm2_e, e + f if self.residual else f, ctx.edge_mask,
+                      ctx.real_edges)
         return out, e
 
     def _sparse(self, score: Tensor, v_src: Tensor, dst: Tensor, N: int,

@@ -57,14 +57,17 @@ from torch_geometric.nn.resolver import activation_resolver
 
 from graphgps_ext.layer.context import GraphContext
 from graphgps_ext.layer.dropout import Dropout
+from graphgps_ext.layer.norm import MaskedBatchNorm1d, normalize
 
 BRANCH_KINDS = ('local', 'global', 'external')
 
 
 def make_norm(kind: str, dim: int) -> nn.Module:
-    """``'batch'`` -> BatchNorm1d, ``'layer'`` -> LayerNorm, ``'none'`` -> Identity."""
+    """``'batch'`` -> BatchNorm1d (:class:`~graphgps_ext.layer.norm.MaskedBatchNorm1d`,
+    which skips the padding rows of a static-shape batch), ``'layer'`` ->
+    LayerNorm, ``'none'`` -> Identity."""
     if kind == 'batch':
-        return nn.BatchNorm1d(dim)
+        return MaskedBatchNorm1d(dim)
     if kind == 'layer':
         return nn.LayerNorm(dim)
     if kind in ('none', None):
@@ -146,23 +149,25 @@ class HybridLayer(nn.Module):
     def forward(self, x: Tensor, edge_attr: Optional[Tensor],
                 ctx: GraphContext):
         out = None
+        mask, real = ctx.node_mask, ctx.real_nodes
         for kind, branch in self.branches.items():
             norm = self.norms[kind]
-            h, e = branch(norm(x) if self.pre_norm else x, edge_attr, ctx)
+            h, e = branch(normalize(norm, x, mask, real) if self.pre_norm else x,
+                          edge_attr, ctx)
             h = self.dropout(h)
             if self.residual:
                 skip = getattr(branch, 'skip', None)
                 h = h + (skip(x, ctx) if skip is not None else x)
             if not self.pre_norm:
-                h = norm(h)
+                h = normalize(norm, h, mask, real)
             if e is not None:
                 edge_attr = e
             out = h if out is None else out + h
         if self.ffn is not None:
             if self.pre_norm:
-                out = out + self.ffn(self.ffn_norm(out))
+                out = out + self.ffn(normalize(self.ffn_norm, out, mask, real))
             else:
-                out = self.ffn_norm(out + self.ffn(out))
+                out = normalize(self.ffn_norm, out + self.ffn(out), mask, real)
         elif self.ffn_norm is not None:
-            out = self.ffn_norm(out)
+            out = normalize(self.ffn_norm, out, mask, real)
         return out, edge_attr

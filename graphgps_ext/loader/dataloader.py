@@ -9,6 +9,7 @@ from torch_geometric.loader import DataLoader
 
 from graphgps_ext.loader.collate import (FastCollater, HostSizesCollater,
                                          fast_collate_supported, storage_bytes)
+from graphgps_ext.loader.pad import PadCollater
 
 
 class EpochShuffleSampler(DistributedSampler):
@@ -50,6 +51,7 @@ class ShardSampler(Sampler):
 
 
 def graph_loader(dataset, fast: bool = True, device=None, shared=None,
+                 capacities=None,
                  **kwargs) -> torch.utils.data.DataLoader:
     """A mini-batch loader over ``dataset`` (``kwargs``: those of
     :class:`torch.utils.data.DataLoader`). With ``fast`` and a dataset that
@@ -64,16 +66,22 @@ def graph_loader(dataset, fast: bool = True, device=None, shared=None,
     ``device``: hold the storage on this device and batch there
     (``FastCollater(dataset, device, shared)``; collation then runs in the main
     process, so ``num_workers`` is set to 0). Datasets the fast collater
-    cannot serve keep the host loader."""
+    cannot serve keep the host loader. ``capacities``
+    (:class:`~graphgps_ext.loader.pad.Capacities`): every batch is padded to
+    its capacity (``train.static_shapes``)."""
     if fast and fast_collate_supported(dataset) is None:
         if device is not None:
             kwargs.update(num_workers=0, persistent_workers=False,
                           pin_memory=False)
+        collate = FastCollater(dataset, device, shared)
+        if capacities is not None:
+            collate = PadCollater(collate, capacities)
         return torch.utils.data.DataLoader(
-            range(len(dataset)), collate_fn=FastCollater(dataset, device, shared),
-            **kwargs)
+            range(len(dataset)), collate_fn=collate, **kwargs)
     loader = DataLoader(dataset, **kwargs)
     loader.collate_fn = HostSizesCollater(loader.collate_fn)
+    if capacities is not None:
+        loader.collate_fn = PadCollater(loader.collate_fn, capacities)
     return loader
 
 
@@ -115,7 +123,7 @@ DEVICE_DATA_FRACTION = 0.25
 
 
 def make_loaders(cfg, bundle, rank: int = 0, world_size: int = 1,
-                 device: Optional[torch.device] = None
+                 device: Optional[torch.device] = None, capacities=None
                  ) -> Dict[str, torch.utils.data.DataLoader]:
     """One loader per split (:func:`graph_loader`, ``train.fast_collate``).
 
@@ -130,9 +138,10 @@ def make_loaders(cfg, bundle, rank: int = 0, world_size: int = 1,
       gathering the predictions in rank order restores the split's order;
     * ``device`` (the run's): where the batches are made,
       :func:`placement` (``train.data_placement``).
+    * ``capacities``: batches padded to static shapes (every split).
     """
     workers = int(cfg.num_workers)
-    common = dict(fast=bool(cfg.train.fast_collate),
+    common = dict(fast=bool(cfg.train.fast_collate), capacities=capacities,
                   batch_size=int(cfg.train.batch_size), num_workers=workers,
                   persistent_workers=workers > 0)
     where = placement(cfg, bundle, device)

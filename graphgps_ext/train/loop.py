@@ -75,6 +75,7 @@ from torch import Tensor, nn
 
 from graphgps_ext import dist
 from graphgps_ext.logger import RunLogger, get_logger
+from graphgps_ext.loader.pad import trim
 from graphgps_ext.metrics import compute_metrics, is_better
 from graphgps_ext.train import checkpoint as ckpt
 from graphgps_ext.train import speed
@@ -227,13 +228,18 @@ class Trainer:
         device: where batches go.
         callbacks: ``fn(trainer, epoch, records)`` called after each epoch's
             checkpoint.
+        fast_path: the :class:`~graphgps_ext.train.speed.FastPath` chosen
+            for the run (its ``net`` runs the forward passes; padded batches
+            are cut to their real rows before the loss); ``None``: forward
+            passes as ``train.compile`` says.
     """
 
     def __init__(self, cfg, model: nn.Module, loaders: Dict[str, Any],
                  loss_fn: Callable, metric: str, mode: str,
                  metrics: Iterable[str], run_dir: str, logger: RunLogger,
                  device: torch.device,
-                 callbacks: Sequence[Callable] = ()):
+                 callbacks: Sequence[Callable] = (),
+                 fast_path: Optional[speed.FastPath] = None):
         self.cfg = cfg
         self.model = model
         self.module = dist.unwrap(model)
@@ -251,7 +257,10 @@ class Trainer:
         self.log = get_logger()
         # Forward passes (compiled under train.compile); checkpoints and
         # parameters use self.model / self.module, never the compiled wrapper.
-        self.train_net = speed.compile_model(model, cfg)
+        if fast_path is not None:
+            self.train_net = fast_path.net
+        else:
+            self.train_net = speed.compile_model(model, cfg)
         self.eval_net = (self.train_net if self.module is model
                          else speed.compile_model(self.module, cfg))
         self.optimizer = build_optimizer(
@@ -271,6 +280,8 @@ class Trainer:
         self.last_epoch = -1
         head = getattr(self.module, 'head', None)
         self.metric_inputs = getattr(head, 'metric_inputs', None)
+        # Which output rows a padded batch adds (train.static_shapes).
+        self.output_rows = getattr(head, 'output_rows', None)
         self.progress = sys.stderr.isatty() and dist.is_main_process()
         # BatchNorm in training mode needs batches of two nodes or more.
         self.needs_two_nodes = any(isinstance(m, nn.modules.batchnorm._BatchNorm)
@@ -432,7 +443,7 @@ class Trainer:
         ``train.amp``)."""
         with speed.autocast(self.cfg, self.device.type):
             pred, true = net(batch)
-        pred = _float32(pred)
+        pred, true = trim(_float32(pred), true, batch, self.output_rows)
         return pred, true, self.loss_fn(pred, true)
 
     def _train_pass(self, split: str, epoch: int) -> PassStats:
@@ -461,7 +472,9 @@ class Trainer:
         """One training step on ``batch`` (on the device): forward, loss,
         non-finite check, backward, clipping, optimiser step, and the loss
         and metric inputs added to ``done``."""
-        single = self.needs_two_nodes and batch.num_nodes < 2
+        # A static-shape batch counts its real nodes only.
+        single = self.needs_two_nodes and getattr(
+            batch, 'real_nodes', batch.num_nodes) < 2
         with batchnorm_eval(self.module) if single else nullcontext():
             pred, true, loss = self._forward(self.train_net, batch)
         if self.world_size > 1 or single:

@@ -1,18 +1,16 @@
 """The speed switches of the config group ``speed``
 (:mod:`graphgps_ext.config.speed`) applied where a model is run: the
-training loop and the benchmark.
+training loop and the benchmark: compile, autocast, clipping, TF32, and the
+choice of the fast path (static shapes + compile) with its one-batch check
+against the eager path.
 """
 import contextlib
+import math
+import warnings
+from dataclasses import dataclass
+from typing import Any, Optional
 
 import torch
-
-
-def compile_model(model, cfg):
-    """``torch.compile(model)`` when ``train.compile``, else ``model``."""
-    if not cfg.train.compile:
-        return model
-    return torch.compile(model, mode=cfg.train.compile_mode,
-                         dynamic=cfg.train.compile_dynamic)
 
 
 def autocast(cfg, device_type: str):
@@ -28,3 +26,195 @@ def clip_grad_norm_(parameters, max_norm: float, cfg):
     return torch.nn.utils.clip_grad_norm_(
         parameters, max_norm,
         foreach=True if cfg.optim.fused else None)
+
+
+# ------------------------------------------------------------ fast path --
+def _auto(value, device_type: str) -> bool:
+    return device_type == 'cuda' if value == 'auto' else bool(value)
+
+
+def static_shapes_wanted(cfg, device_type: str) -> bool:
+    """``train.static_shapes`` resolved: ``auto`` is on for CUDA only."""
+    return _auto(cfg.train.static_shapes, device_type)
+
+
+def static_shapes_unsupported(module, world_size: int = 1) -> Optional[str]:
+    """Why ``module`` cannot train on padded batches, or ``None``."""
+    if world_size > 1:
+        return 'data-parallel runs keep unpadded batches'
+    head = getattr(module, 'head', None)
+    rows = getattr(head, 'output_rows', None)
+    if rows not in ('graph', 'node', 'pairs'):
+        return (f"the head {type(head).__name__} does not declare which output "
+                "rows a padded batch adds (output_rows 'graph', 'node' or 'pairs')")
+    return None
+
+
+def apply_tf32(cfg, device_type: str):
+    """``train.tf32``: TensorFloat-32 matmuls and cuDNN convolutions on CUDA
+    (a no-op on other devices)."""
+    if device_type == 'cuda':
+        torch.backends.cuda.matmul.allow_tf32 = bool(cfg.train.tf32)
+        torch.backends.cudnn.allow_tf32 = bool(cfg.train.tf32)
+
+
+def compile_model(model, cfg, static: bool = False):
+    """``torch.compile(model)`` when ``train.compile``, else ``model``.
+
+    With static shapes (``static``) and a model whose shapes the capacity
+    fixes (:func:`capacity_static`), the shapes are marked static
+    (``dynamic=False``): one compilation per capacity bucket (and per
+    training / evaluation mode), never a recompilation after warm-up;
+    attention on the dense layout keeps ``train.compile_dynamic``. On
+    CUDA, ``train.compile_mode reduce-overhead`` replays each compiled
+    graph as a CUDA graph (inductor keeps dropout's random numbers
+    graph-safe: a Philox seed and offset per replay)."""
+    if not cfg.train.compile:
+        return model
+    if static and capacity_static(model):
+        dynamic = False
+    else:
+        dynamic = cfg.train.compile_dynamic
+    return torch.compile(model, mode=cfg.train.compile_mode, dynamic=dynamic)
+
+
+def capacity_static(model) -> bool:
+    """Whether every kernel shape of ``model`` on a static-shape batch is
+    fixed by the batch's capacity: no module declares ``static_shape =
+    False`` (the attention branches whose dense layout follows the graph
+    sizes: Transformer, CSA, MNA, full-graph GT, the pair encoder, the link
+    head)."""
+    return all(getattr(m, 'static_shape', True) for m in model.modules())
+
+
+@dataclass
+class FastPath:
+    """What :func:`choose_fast_path` decided.
+
+    Attributes:
+        capacities: the capacity buckets of padded batches, ``None`` for
+            unpadded batches.
+        net: the module to run forward passes with (compiled or plain).
+        reason: why the fast path was turned off (``None``: it was not).
+    """
+    capacities: Optional[Any]
+    net: Any
+    reason: Optional[str] = None
+
+
+#: Relative tolerance of the self-check's loss (float32; bf16 autocast).
+CHECK_RTOL = {'none': 1e-3, 'bf16': 3e-2}
+
+
+def _loss(net, batch, loss_fn, rows, cfg, device_type):
+    from graphgps_ext.loader.pad import trim
+    with autocast(cfg, device_type):
+        pred, true = net(batch)
+    if isinstance(pred, torch.Tensor) and pred.dtype in (torch.bfloat16,
+                                                         torch.float16):
+        pred = pred.float()
+    pred, true = trim(pred, true, batch, rows)
+    return loss_fn(pred, true)
+
+
+def self_check(module, net, plain, padded, loss_fn, cfg,
+               device_type: str) -> Optional[str]:
+    """Compare the fast path with the eager path on one batch: ``None`` when
+    they agree, else why not.
+
+    In evaluation mode the loss of ``net`` on the padded batch must equal
+    the eager ``module``'s on the unpadded one (relative tolerance
+    :data:`CHECK_RTOL`); then one training-mode forward and backward pass of
+    ``net`` (the compilation or capture of the training step) must give a
+    finite loss. Parameters, buffers, gradients, the mode and the random
+    number generators are restored afterwards."""
+    rows = getattr(getattr(module, 'head', None), 'output_rows', None)
+    state = {k: v.detach().clone() for k, v in module.state_dict().items()}
+    was_training = module.training
+    devices = [torch.cuda.current_device()] if device_type == 'cuda' else []
+    try:
+        with torch.random.fork_rng(devices=devices):
+            module.eval()
+            with torch.inference_mode():
+                ref = float(_loss(module, plain, loss_fn, rows, cfg, device_type))
+                got = float(_loss(net, padded, loss_fn, rows, cfg, device_type))
+            module.train()
+            loss = _loss(net, padded, loss_fn, rows, cfg, device_type)
+            loss.backward()
+            trained = float(loss.detach())
+    except Exception as e:  # compilation, capture or kernel failure
+        return f'the fast path failed on one batch ({type(e).__name__}: {e})'
+    finally:
+        module.load_state_dict(state)
+        for p in module.parameters():
+            p.grad = None
+        module.train(was_training)
+    tol = CHECK_RTOL.get(cfg.train.amp, 1e-3)
+    if not (math.isfinite(ref) and math.isfinite(got) and math.isfinite(trained)):
+        return (f'non-finite loss on one batch (eager {ref:.6g}, fast path '
+                f'{got:.6g}, fast path in training {trained:.6g})')
+    if abs(got - ref) > tol * max(1.0, abs(ref)):
+        return (f'its loss {got:.8g} on one batch differs from the eager '
+                f'loss {ref:.8g} by more than {tol:g} (relative)')
+    return None
+
+
+def choose_fast_path(cfg, model, train_dataset, device, loss_fn,
+                     world_size: int = 1, log=None) -> FastPath:
+    """Decide how batches are shaped and forward passes run.
+
+    Static shapes as ``train.static_shapes`` resolves on ``device`` (and
+    the model supports, else unpadded with a note; ``True`` on a model that
+    cannot raises :class:`~graphgps_ext.config.ConfigError`); compile as
+    ``train.compile``. With ``train.fast_path_check`` (``auto``: on CUDA)
+    and a fast path in use, :func:`self_check` runs one batch of the
+    training split; if it fails the run goes eager (unpadded, not compiled)
+    with one warning naming why."""
+    from graphgps_ext import dist
+    from graphgps_ext.config import ConfigError
+    from graphgps_ext.loader.pad import Capacities, pad_batch
+    device_type = torch.device(device).type
+    apply_tf32(cfg, device_type)
+    module = dist.unwrap(model)
+    static = static_shapes_wanted(cfg, device_type)
+    if static:
+        why = static_shapes_unsupported(module, world_size)
+        if why is not None:
+            if cfg.train.static_shapes is True:
+                raise ConfigError(f'train.static_shapes True: {why}; set '
+                                  "train.static_shapes 'auto' or False")
+            static = False
+    capacities = None
+    if static:
+        capacities = Capacities.from_dataset(train_dataset,
+                                             int(cfg.train.batch_size))
+        if log is not None:
+            log.info('static shapes: batches padded to nodes/edges/graphs '
+                     + ', '.join(f'{c.nodes}/{c.edges}/{c.graphs}'
+                                 for c in capacities.buckets))
+    net = compile_model(model, cfg, static=static)
+    fast = static or bool(cfg.train.compile)
+    if not (fast and _auto(cfg.train.fast_path_check, device_type)):
+        return FastPath(capacities, net)
+    from torch_geometric.data import Batch
+    n = min(int(cfg.train.batch_size), len(train_dataset))
+    graphs = [train_dataset[i] for i in range(n)]
+    plain = Batch.from_data_list(graphs).to(device)
+    padded = Batch.from_data_list(graphs)
+    if capacities is not None:
+        padded = pad_batch(padded, capacities)
+    reason = self_check(module, net, plain, padded.to(device), loss_fn, cfg,
+                        device_type)
+    if reason is None:
+        if log is not None:
+            log.info('fast path checked on one batch: '
+                     + ', '.join(p for p, on in (('static shapes', static),
+                                                 ('compile', cfg.train.compile))
+                                 if on))
+        return FastPath(capacities, net)
+    message = f'fast path off, training eagerly: {reason}'
+    if log is not None:
+        log.warning(message)
+    else:
+        warnings.warn(message, RuntimeWarning, stacklevel=2)
+    return FastPath(None, model, reason)

@@ -35,3 +35,52 @@ def test_group_sets_its_defaults():
     cfg = CN({'train': CN(), 'optim': CN()})
     speed_cfg(cfg)
     assert {k: cfg[k.split('.')[0]][k.split('.')[1]] for k in DEFAULTS} == DEFAULTS
+
+
+@pytest.mark.parametrize('value,expected', [
+    ('auto', 'auto'), ('True', True), ('true', True), ('False', False),
+    ('false', False)])
+def test_auto_or_bool_keys(value, expected):
+    cfg = load_cfg(None, ['train.static_shapes', value,
+                          'train.fast_path_check', value])
+    assert cfg.train.static_shapes == expected
+    assert cfg.train.fast_path_check == expected
+
+
+def test_auto_or_bool_keys_in_a_file(tmp_path):
+    path = tmp_path / 'exp.yaml'
+    path.write_text('train:\n  static_shapes: true\n  fast_path_check: auto\n')
+    cfg = load_cfg(str(path))
+    assert cfg.train.static_shapes is True and cfg.train.fast_path_check == 'auto'
+    path.write_text('train:\n  static_shapes: 1\n')
+    with pytest.raises(ConfigError, match="'train.static_shapes'.*'auto', True or False"):
+        load_cfg(str(path))
+
+
+@pytest.mark.parametrize('value', ['yes', 'on', '1'])
+def test_auto_or_bool_keys_refuse_other_values(value):
+    with pytest.raises(ConfigError, match="train.static_shapes"):
+        load_cfg(None, ['train.static_shapes', value])
+
+
+def test_static_shapes_and_check_are_outside_the_fingerprint_tf32_inside():
+    from graphgps_ext.config import volatile_keys
+    from graphgps_ext.config import key_matches
+    keys = volatile_keys()
+    assert key_matches('train.static_shapes', keys)
+    assert key_matches('train.fast_path_check', keys)
+    assert not key_matches('train.tf32', keys)
+
+
+def test_tf32_applies_on_cuda_only(monkeypatch):
+    import torch
+
+    from graphgps_ext.train import speed
+    cfg = load_cfg(None, ['train.tf32', 'True'])
+    monkeypatch.setattr(torch.backends.cuda.matmul, 'allow_tf32', False)
+    monkeypatch.setattr(torch.backends.cudnn, 'allow_tf32', False)
+    speed.apply_tf32(cfg, 'cpu')
+    assert torch.backends.cuda.matmul.allow_tf32 is False
+    speed.apply_tf32(cfg, 'cuda')
+    assert torch.backends.cuda.matmul.allow_tf32 is True
+    assert torch.backends.cudnn.allow_tf32 is True

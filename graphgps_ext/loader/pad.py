@@ -1,0 +1,269 @@
+r"""Static-shape batches (``train.static_shapes``): every batch padded to one
+of a few capacities, with masks so that the padding changes nothing.
+
+A GPU runs a batch as a sequence of kernels whose shapes are fixed when they
+are compiled or captured (``torch.compile``, CUDA graphs); graph batches
+change their node and edge counts every step. This module pads each batch to
+a *capacity* :math:`(N_c, E_c, G_c)` taken from a few buckets:
+
+- :class:`Capacities` chooses the buckets once from the training split's
+  size distribution: the node and edge totals of random batches of
+  ``batch_size`` graphs at the quantiles ``0.5, 0.9, 0.99``, and a last bucket
+  that holds any batch (the ``batch_size`` largest graphs), each plus one
+  padding node and rounded up to a multiple of 8; :math:`G_c` is
+  ``batch_size + 1``. A batch takes the smallest bucket it fits; a larger one
+  (an evaluation split with bigger graphs) gets capacities rounded up to
+  powers of two.
+- :func:`pad_batch` appends :math:`N_c - N \ge 1` padding nodes (zero
+  features) and :math:`E_c - E` padding edges (self-loops on the first
+  padding node, zero features), and :math:`G_c - B \ge 1` padding graphs:
+  the padding nodes form graph :math:`B`, graphs :math:`B+1, \dots` are
+  empty. Padding nodes are therefore never neighbours of, nor in the same
+  graph as, a real node: message passing, attention within a graph and
+  pooling leave the real rows exactly as they are. What does see the whole
+  batch reads the masks ``node_mask`` ``[N_c]``, ``edge_mask`` ``[E_c]``,
+  ``graph_mask`` ``[G_c]`` (``True`` at real rows) the batch carries: batch
+  norm statistics (:class:`~graphgps_ext.layer.norm.MaskedBatchNorm1d`) and
+  the batch-wide softmax of GEANet. The real rows come first, so the loss
+  and the metrics use the first ``real_graphs`` graph rows or ``real_nodes``
+  node rows of the head's output (:func:`trim`), counts the collater knows
+  on the CPU.
+
+Which attributes are node-, edge- or graph-level is read from the batch's
+slices: those with the node offsets (``ptr``), those with the offsets of
+``edge_index``, and those with one row per graph. Other attributes
+(labelled pairs ``edge_label*``, any index but ``edge_index``) index real
+nodes only and are left as they are.
+"""
+import math
+from dataclasses import dataclass
+from typing import List, Optional, Sequence, Tuple
+
+import torch
+from torch import Tensor
+from torch_geometric.data import Batch, InMemoryDataset
+
+from graphgps_ext.layer.context import HOST_NODE_COUNTS
+
+#: Quantiles of the batch totals that make the buckets below the bound.
+QUANTILES = (0.5, 0.9, 0.99)
+#: Capacities are multiples of this (aligned kernels, fewer distinct sizes).
+ALIGN = 8
+
+
+def _round_up(value: int, multiple: int = ALIGN) -> int:
+    return max(multiple, -(-int(value) // multiple) * multiple)
+
+
+def _pow2(value: int) -> int:
+    return 1 << max(3, math.ceil(math.log2(max(1, int(value)))))
+
+
+@dataclass(frozen=True, order=True)
+class Capacity:
+    """Padded sizes of a batch: nodes, edges and graphs."""
+    nodes: int
+    edges: int
+    graphs: int
+
+    def fits(self, nodes: int, edges: int, graphs: int) -> bool:
+        # One padding node and one padding graph at least.
+        return self.nodes > nodes and self.edges >= edges and self.graphs > graphs
+
+
+class Capacities:
+    """The capacity buckets of a split (see the module docstring).
+
+    Args:
+        buckets: the capacities, any order (sorted by nodes, edges).
+    """
+
+    def __init__(self, buckets: Sequence[Capacity]):
+        if not buckets:
+            raise ValueError('static shapes need at least one capacity')
+        self.buckets: List[Capacity] = sorted(set(buckets))
+
+    @classmethod
+    def from_sizes(cls, nodes: Tensor, edges: Tensor, batch_size: int,
+                   quantiles: Sequence[float] = QUANTILES, draws: int = 512,
+                   seed: int = 0) -> 'Capacities':
+        r"""Buckets from per-graph node and edge counts ``[G]``: the
+        quantiles of the totals of ``draws`` random batches of
+        ``min(batch_size, G)`` graphs (drawn with replacement by a fixed
+        generator: the same buckets on every machine) and the bound
+        :math:`\sum` of the largest graphs."""
+        nodes = torch.as_tensor(nodes, dtype=torch.long)
+        edges = torch.as_tensor(edges, dtype=torch.long)
+        if nodes.numel() == 0:
+            raise ValueError('static shapes need a non-empty training split')
+        b = max(1, min(int(batch_size), nodes.numel()))
+        gen = torch.Generator().manual_seed(seed)
+        picks = torch.randint(nodes.numel(), (draws, b), generator=gen)
+        totals = torch.stack([nodes[picks].sum(1), edges[picks].sum(1)], 1)
+        graphs = int(batch_size) + 1
+        out = []
+        for q in quantiles:
+            n, e = torch.quantile(totals.double(), q, dim=0).ceil().long().tolist()
+            out.append(Capacity(_round_up(n + 1), _round_up(e), graphs))
+        bound_n = int(nodes.topk(b).values.sum())
+        bound_e = int(edges.topk(b).values.sum())
+        out.append(Capacity(_round_up(bound_n + 1), _round_up(bound_e), graphs))
+        return cls(out)
+
+    @classmethod
+    def from_dataset(cls, dataset, batch_size: int) -> 'Capacities':
+        """Buckets from the graph sizes of ``dataset`` (the training split)."""
+        nodes, edges = graph_sizes(dataset)
+        return cls.from_sizes(nodes, edges, batch_size)
+
+    def choose(self, nodes: int, edges: int, graphs: int) -> Capacity:
+        """The smallest bucket that holds the batch; beyond the largest,
+        capacities rounded up to powers of two."""
+        for cap in self.buckets:
+            if cap.fits(nodes, edges, graphs):
+                return cap
+        top = self.buckets[-1]
+        return Capacity(max(top.nodes, _pow2(nodes + 1)),
+                        max(top.edges, _pow2(edges)),
+                        max(top.graphs, graphs + 1))
+
+    def __repr__(self) -> str:
+        return 'Capacities(' + ', '.join(
+            f'{c.nodes}/{c.edges}/{c.graphs}' for c in self.buckets) + ')'
+
+
+def graph_sizes(dataset) -> Tuple[Tensor, Tensor]:
+    """Node and edge counts ``[G]`` of every graph of ``dataset`` (from the
+    collated storage of an in-memory dataset, without separating graphs)."""
+    if isinstance(dataset, InMemoryDataset) and dataset.slices is not None \
+            and 'edge_index' in dataset.slices:
+        from graphgps_ext.loader.storage import node_slices
+        try:
+            ns = node_slices(dataset)
+        except ValueError:
+            ns = None
+        if ns is not None:
+            idx = torch.as_tensor(dataset.indices(), dtype=torch.long)
+            es = dataset.slices['edge_index']
+            return (ns[idx + 1] - ns[idx]), (es[idx + 1] - es[idx])
+    nodes = torch.tensor([int(d.num_nodes) for d in dataset], dtype=torch.long)
+    edges = torch.tensor([int(d.num_edges) for d in dataset], dtype=torch.long)
+    return nodes, edges
+
+
+def _levels(batch: Batch) -> dict:
+    """``key -> 'node' | 'edge' | 'graph'`` for the attributes to pad."""
+    slices = getattr(batch, '_slice_dict', None)
+    if not slices or 'edge_index' not in slices:
+        raise ValueError('static shapes need a collated batch with slices '
+                         '(PyG or the fast collater)')
+    B = batch.num_graphs
+    node_s = batch.ptr
+    edge_s = slices['edge_index']
+    graph_s = torch.arange(B + 1)
+    out = {}
+    for key in batch.keys():
+        if key in ('batch', 'ptr') or key not in slices:
+            continue
+        # Other index attributes (labelled pairs, pair indices) and pair
+        # labels point at real nodes: never padded, whatever their slices.
+        if key != 'edge_index' and ('index' in key or key.startswith('edge_label')):
+            continue
+        value = batch[key]
+        if not isinstance(value, Tensor):
+            continue
+        s = slices[key].to(node_s.device)
+        if key.startswith('edge_') and torch.equal(s, edge_s):
+            out[key] = 'edge'
+        elif torch.equal(s, node_s):
+            out[key] = 'node'
+        elif torch.equal(s, edge_s):
+            out[key] = 'edge'
+        elif torch.equal(s, graph_s):
+            out[key] = 'graph'
+    return out
+
+
+def pad_batch(batch: Batch, capacities: Capacities) -> Batch:
+    """``batch`` padded to its capacity (see the module docstring). Adds
+    ``node_mask``, ``edge_mask``, ``graph_mask`` and the real counts
+    ``real_nodes``, ``real_edges``, ``real_graphs`` (Python ints)."""
+    N, E, B = int(batch.num_nodes), int(batch.edge_index.size(1)), batch.num_graphs
+    cap = capacities.choose(N, E, B)
+    pad = {'node': cap.nodes - N, 'edge': cap.edges - E, 'graph': cap.graphs - B}
+    size = {'node': cap.nodes, 'edge': cap.edges, 'graph': cap.graphs}
+    slices = dict(batch._slice_dict)
+    incs = dict(getattr(batch, '_inc_dict', {}) or {})
+    extra_graphs = cap.graphs - B
+    for key, level in _levels(batch).items():
+        value = batch[key]
+        dim = batch.__cat_dim__(key, value)
+        dim = 0 if dim is None else dim % value.dim()
+        shape = list(value.shape)
+        shape[dim] = pad[level]
+        if 'index' in key or key == 'face':
+            filler = value.new_full(shape, N)  # the first padding node
+        else:
+            filler = value.new_zeros(shape)
+        batch[key] = torch.cat([value, filler], dim=dim)
+        s = slices[key]
+        if level == 'graph':
+            step = (s[1] - s[0]) if s.numel() > 1 else 1
+            slices[key] = torch.cat([s, s[-1] + step * torch.arange(
+                1, extra_graphs + 1, dtype=s.dtype)])
+        else:  # padding graph B holds the padding rows, the rest are empty
+            slices[key] = torch.cat([s, s.new_full((extra_graphs, ), size[level])])
+        if key in incs and isinstance(incs[key], Tensor) and incs[key].dim() > 0:
+            inc = incs[key]  # node offsets of the padding graphs (index keys)
+            extra = inc.new_full((extra_graphs, ), cap.nodes)
+            extra[0] = N
+            incs[key] = torch.cat([inc, extra if bool(inc.any()) else extra * 0])
+    dev = batch.batch.device
+    batch.batch = torch.cat([batch.batch, torch.full(
+        (cap.nodes - N, ), B, dtype=batch.batch.dtype, device=dev)])
+    batch.ptr = torch.cat([batch.ptr, batch.ptr.new_full((extra_graphs, ), cap.nodes)])
+    host = getattr(batch, HOST_NODE_COUNTS, None)
+    if host is not None:  # the collater's CPU copy of the node counts
+        extra = host.new_zeros(extra_graphs)
+        extra[0] = cap.nodes - N  # padding graph B holds the padding nodes
+        setattr(batch, HOST_NODE_COUNTS, torch.cat([host, extra]))
+    batch._slice_dict = slices
+    batch._inc_dict = incs
+    batch._num_graphs = cap.graphs
+    batch.num_nodes = cap.nodes
+    batch.node_mask = torch.arange(cap.nodes, device=dev) < N
+    batch.edge_mask = torch.arange(cap.edges, device=dev) < E
+    batch.graph_mask = torch.arange(cap.graphs, device=dev) < B
+    batch.real_nodes, batch.real_edges, batch.real_graphs = N, E, B
+    return batch
+
+
+class PadCollater:
+    """A collate function followed by :func:`pad_batch` (picklable, for
+    loader worker processes)."""
+
+    def __init__(self, collate, capacities: Capacities):
+        self.collate, self.capacities = collate, capacities
+
+    def __call__(self, items):
+        return pad_batch(self.collate(items), self.capacities)
+
+
+def real_rows(batch, level: Optional[str]) -> Optional[int]:
+    """How many leading rows of a ``level`` (``'graph'``, ``'node'``) output
+    are real in ``batch``; ``None`` when nothing is to be cut."""
+    if level is None or getattr(batch, 'real_graphs', None) is None:
+        return None
+    return {'graph': batch.real_graphs, 'node': batch.real_nodes}[level]
+
+
+def trim(pred, true, batch, level: Optional[str]):
+    """``(pred, true)`` without the padding rows of a static-shape batch
+    (``level``: the head's ``output_rows``, ``'graph'`` or ``'node'``;
+    ``'pairs'``: outputs that index real rows only, e.g. labelled pairs). Unchanged for
+    an unpadded batch. A slice by a count known on the CPU: no host sync."""
+    n = real_rows(batch, None if level == 'pairs' else level)
+    if n is None:
+        return pred, true
+    return pred[:n], (true[:n] if isinstance(true, Tensor) and true.dim() > 0
+                      else true)

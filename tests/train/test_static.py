@@ -1,0 +1,222 @@
+"""The fast path in the training loop: static-shape batches train exactly
+as unpadded ones, compile once per capacity, and a failed one-batch check
+falls back to the eager path with one warning."""
+import os
+from types import SimpleNamespace
+
+import pytest
+import torch
+
+from graphgps_ext.loader.pad import Capacities
+from graphgps_ext.run_config import load_cfg
+from graphgps_ext.train import speed
+from graphgps_ext.transform.precompute import EncodedList, precompute_encodings
+
+from loader.test_pad import GRAPH_TASK, molecule
+from run_checks import stats
+
+LAYER = 'GatedGCN+Transformer+GEANet'
+
+
+def molecule_cfg(out_dir, *opts):
+    cfg = load_cfg(None, [
+        'out_dir', str(out_dir), 'run_name', 'mol', 'accelerator', 'cpu',
+        'gt.layer_type', LAYER, 'gt.layers', '2', 'gt.dim_hidden', '16',
+        'gt.n_heads', '2', 'gea.edge_norm', 'batch',
+        'posenc_RWSE.enable', 'True', 'posenc_RWSE.kernel.times', '[1, 2, 3, 4]',
+        'posenc_RWSE.dim_pe', '4', 'train.batch_size', '5',
+        'train.eval_period', '1',
+        'optim.max_epoch', '3', 'optim.scheduler', 'none',
+        'optim.base_lr', '0.003'] + list(opts))
+    cfg.defrost()
+    cfg.gt.dropout = cfg.gt.attn_dropout = 0.0
+    return cfg
+
+
+@pytest.fixture
+def molecule_run(monkeypatch):
+    import graphgps_ext.run as run
+    cfg = load_cfg(None, ['posenc_RWSE.enable', 'True',
+                          'posenc_RWSE.kernel.times', '[1, 2, 3, 4]'])
+    sizes = [5 + (7 * i) % 13 for i in range(40)]
+    data = precompute_encodings(
+        EncodedList([molecule(n, i) for i, n in enumerate(sizes)]), cfg)
+    for key in ('y', 'pe_rwse'):
+        data._data[key] = data._data[key].float()
+    bundle = SimpleNamespace(
+        splits={'train': data[:24], 'val': data[24:32], 'test': data[32:]},
+        task=GRAPH_TASK,
+        split_indices={'train': torch.arange(24), 'val': torch.arange(24, 32),
+                       'test': torch.arange(32, 40)})
+    monkeypatch.setattr(run, 'load_dataset', lambda cfg: bundle)
+    return run
+
+
+def test_training_loop_padded_equals_unpadded(molecule_run, tmp_path):
+    runs = {}
+    for static in (False, True):
+        cfg = molecule_cfg(tmp_path / str(static), 'train.static_shapes',
+                           str(static))
+        molecule_run.run_seed(cfg)
+        run_dir = os.path.join(cfg.out_dir, 'mol', '0')
+        runs[static] = run_dir
+    # float32: the sums run in another order (the float64 equality of every
+    # branch, encoder and head is tests/loader/test_pad.py)
+    for split in ('train', 'val', 'test'):
+        plain, padded = stats(runs[False], split), stats(runs[True], split)
+        assert len(plain) == len(padded) == 3
+        for a, b in zip(plain, padded):
+            assert b['loss'] == pytest.approx(a['loss'], rel=1e-4)
+            assert b['mae'] == pytest.approx(a['mae'], rel=1e-4)
+    # (The weights are not compared: the bias before a batch norm has a zero
+    # gradient up to rounding, which Adam's normalised step turns into
+    # different noise on either path.)
+
+
+def test_static_shapes_auto_is_off_on_cpu(molecule_run, tmp_path):
+    cfg = molecule_cfg(tmp_path)
+    assert cfg.train.static_shapes == 'auto'
+    assert not speed.static_shapes_wanted(cfg, 'cpu')
+    assert speed.static_shapes_wanted(cfg, 'cuda')
+    cfg.train.static_shapes = False
+    assert not speed.static_shapes_wanted(cfg, 'cuda')
+
+
+def _fast_path(molecule_run, tmp_path, *opts, log=None):
+    from graphgps_ext.network import GPSModel
+    from graphgps_ext.train.loss import LOSSES
+    cfg = molecule_cfg(tmp_path, 'train.static_shapes', 'True', *opts)
+    torch.manual_seed(0)
+    model = GPSModel(cfg, GRAPH_TASK)
+    bundle = molecule_run.load_dataset(cfg)
+    fast = speed.choose_fast_path(cfg, model, bundle.splits['train'], 'cpu',
+                                  LOSSES['l1'], log=log)
+    return model, fast
+
+
+def test_fast_path_check_passes_and_keeps_the_model(molecule_run, tmp_path):
+    from graphgps_ext.network import GPSModel
+    model, fast = _fast_path(molecule_run, tmp_path,
+                             'train.fast_path_check', 'True')
+    assert fast.reason is None and isinstance(fast.capacities, Capacities)
+    cfg = molecule_cfg(tmp_path)
+    torch.manual_seed(0)
+    fresh = GPSModel(cfg, GRAPH_TASK)
+    # the check restores parameters, buffers and gradients
+    for (k, a), b in zip(fresh.state_dict().items(), model.state_dict().values()):
+        assert torch.equal(a, b), k
+    assert all(p.grad is None for p in model.parameters())
+
+
+def test_failed_check_falls_back_to_eager_with_one_warning(
+        molecule_run, tmp_path, monkeypatch):
+    calls = []
+
+    def broken_compile(model, cfg, static=False):
+        def net(batch):  # a capture that fails, as a CUDA graph can
+            calls.append(static)
+            raise RuntimeError('CUDA graph capture failed (simulated)')
+        return net
+
+    monkeypatch.setattr(speed, 'compile_model', broken_compile)
+    with pytest.warns(RuntimeWarning) as record:
+        model, fast = _fast_path(molecule_run, tmp_path,
+                                 'train.fast_path_check', 'True')
+    assert len(record) == 1
+    message = str(record[0].message)
+    assert 'fast path off, training eagerly' in message
+    assert 'CUDA graph capture failed (simulated)' in message
+    assert calls == [True]
+    assert fast.capacities is None and fast.net is model
+    assert 'capture failed' in fast.reason
+
+
+def test_check_catches_a_fast_path_with_another_loss(molecule_run, tmp_path,
+                                                     monkeypatch):
+    def wrong(model, cfg, static=False):
+        def net(batch):
+            pred, true = model(batch)
+            return pred + 1.0, true
+        return net
+
+    monkeypatch.setattr(speed, 'compile_model', wrong)
+    with pytest.warns(RuntimeWarning, match='differs from the eager loss'):
+        _, fast = _fast_path(molecule_run, tmp_path, 'train.fast_path_check',
+                             'True')
+    assert fast.capacities is None
+
+
+def test_failed_check_trains_eagerly(molecule_run, tmp_path, monkeypatch):
+    """A run whose fast path fails the check trains as the eager run does."""
+    def broken_compile(model, cfg, static=False):
+        def net(batch):
+            raise RuntimeError('capture failed (simulated)')
+        return net
+
+    eager = molecule_cfg(tmp_path / 'eager', 'train.static_shapes', 'False')
+    molecule_run.run_seed(eager)
+    monkeypatch.setattr(speed, 'compile_model', broken_compile)
+    cfg = molecule_cfg(tmp_path / 'fallback', 'train.static_shapes', 'True',
+                       'train.fast_path_check', 'True')
+    molecule_run.run_seed(cfg)
+    a = stats(os.path.join(eager.out_dir, 'mol', '0'), 'train')
+    b = stats(os.path.join(cfg.out_dir, 'mol', '0'), 'train')
+    assert [r['loss'] for r in a] == [r['loss'] for r in b]
+    log = open(os.path.join(cfg.out_dir, 'mol', '0', 'logging.log')).read()
+    assert log.count('fast path off, training eagerly') == 1
+
+
+@pytest.mark.parametrize('backend', [
+    'aot_eager',
+    pytest.param('inductor', marks=pytest.mark.skipif(
+        not os.environ.get('GRAPHGPS_EXT_INDUCTOR_TEST'),
+        reason='inductor code generation takes minutes on a small CPU host; '
+               'set GRAPHGPS_EXT_INDUCTOR_TEST=1 to run it'))])
+def test_compile_once_per_capacity_never_after_warm_up(backend):
+    """torch.compile on static shapes: one graph per capacity bucket, no
+    recompilation when later batches of other sizes reuse a bucket.
+    (``aot_eager``: dynamo and AOT autograd as on a GPU, without the
+    inductor's code generation, to stay within seconds on a CPU.)"""
+    from torch._dynamo.utils import counters
+    from torch_geometric.data import Batch
+
+    from graphgps_ext.loader.pad import pad_batch, trim
+    from graphgps_ext.network import GPSModel
+    cfg = load_cfg(None, ['gt.layer_type', 'GINE+None+GEANet', 'gt.layers', '1',
+                          'gt.dim_hidden', '8', 'gea.n_heads', '2',
+                          'gea.num_slots', '4', 'gea.edge_norm', 'batch'])
+    torch.manual_seed(0)
+    model = GPSModel(cfg, GRAPH_TASK)
+    assert speed.capacity_static(model)
+    graphs = [molecule(5 + (7 * i) % 13, i) for i in range(24)]
+    for g in graphs:
+        g.y = g.y.float()
+    caps = Capacities.from_sizes([g.num_nodes for g in graphs],
+                                 [g.num_edges for g in graphs], batch_size=4)
+    torch._dynamo.reset()
+    counters.clear()
+    net = torch.compile(model, backend=backend, dynamic=False)
+    opt = torch.optim.Adam(model.parameters())
+    seen, sizes = set(), set()
+    for step in range(12):
+        batch = Batch.from_data_list(graphs[2 * step:2 * step + 4]
+                                     if step < 10 else graphs[step:step + 3])
+        sizes.add(batch.num_nodes)
+        batch = pad_batch(batch, caps)
+        seen.add(batch.num_nodes)
+        pred, true = trim(*net(batch), batch, 'graph')
+        loss = (pred - true).abs().mean()
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+    assert len(sizes) > len(seen) >= 2  # several real sizes, fewer capacities
+    assert counters['stats']['unique_graphs'] == len(seen)
+    assert counters['frames']['ok'] == len(seen)
+    assert not counters['recompiles'] and not counters['graph_break']
+
+
+def test_attention_models_keep_dynamic_shapes():
+    from graphgps_ext.network import GPSModel
+    cfg = molecule_cfg('/nonexistent')
+    model = GPSModel(cfg, GRAPH_TASK)
+    assert not speed.capacity_static(model)  # Transformer: dense layout
