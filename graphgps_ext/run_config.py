@@ -117,6 +117,23 @@ def load_cfg(cfg_file: Optional[str] = None,
     return cfg
 
 
+def seed_list(cfg: CfgNode, seeds: Optional[Sequence[int]] = None,
+               repeat: int = 1) -> List[int]:
+    """The seeds a run trains: ``seeds`` (``--seeds``), else ``cfg.seed``
+    ... ``cfg.seed + repeat - 1`` (``--repeat``). Each is checked against
+    the range declared for ``seed`` at start, so a seed out of range is
+    refused (:class:`ConfigError`) before the first one trains."""
+    from graphgps_ext.config import check_key
+    given = list(seeds) if seeds is not None else \
+        list(range(cfg.seed, cfg.seed + max(1, repeat)))
+    flag = '--seeds' if seeds is not None else f'seed {cfg.seed} with --repeat {repeat}'
+    for seed in (given[-1:] if seeds is None else given):
+        problem = check_key('seed', seed, f'from {flag}')
+        if problem:
+            raise ConfigError(problem)
+    return given
+
+
 def _buildable(table: dict, method: str = 'from_cfg') -> List[str]:
     """Names in a GraphGym registry whose class this project can build
     (GraphGym's own built-ins have no ``from_cfg``)."""

@@ -5,7 +5,7 @@ name registered in :data:`graphgps_ext.layer.BRANCHES` or ``None``.  Branch-
 specific options live in their own groups (``gea``, ``csa``, ``mna``,
 ``gtlayer``, ``mpnn``).
 """
-from graphgps_ext.config import (choices, has_branch, ignored, positive,
+from graphgps_ext.config import (at_most, choices, has_branch, ignored, positive,
                                  probability, rule, unused, volatile)
 
 # Branches that split gt.dim_hidden into gt.n_heads heads and drop attention
@@ -52,6 +52,10 @@ choices('gt.act', ['relu', 'gelu', 'elu', 'leaky_relu', 'silu', 'tanh'])
 volatile('gt.fused_attention')
 
 positive('gt.layers', 'gt.dim_hidden', 'gt.n_heads', 'gt.ffn_mult')
+at_most(1000, 'gt.layers')
+at_most(2 ** 16, 'gt.dim_hidden')
+at_most(1024, 'gt.n_heads')
+at_most(64, 'gt.ffn_mult')
 probability('gt.dropout', 'gt.attn_dropout')
 
 
