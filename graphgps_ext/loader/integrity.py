@@ -14,7 +14,10 @@ construction of such a class (:meth:`ProcessedCache.load`):
    copied file with a new mtime but the same content keeps the cache.
    Processed files built from other raw files, or written without a stamp
    (an interrupted run), are removed, with a warning;
-2. it builds the dataset (PyG processes what is missing) and checks what it
+2. before the dataset class reads the raw files, each pickle or torch file
+   among them is checked to hold plain data only
+   (:mod:`graphgps_ext.loader.safe_pickle`: a crafted pickle could run code);
+   it builds the dataset (PyG processes what is missing) and checks what it
    got (:func:`check_storage`: every stored attribute covers the same graphs,
    slices are consistent, edges point to nodes of their own graph);
 3. only then it writes the stamp (atomically) with the SHA-1 of every
@@ -44,6 +47,7 @@ from torch_geometric.data import InMemoryDataset
 from graphgps_ext.files import ResultsWriteError, write_text
 from graphgps_ext.loader.errors import DataCorruptError, DataError
 from graphgps_ext.loader.offline import require_files
+from graphgps_ext.loader.safe_pickle import check_files
 
 STAMP = 'integrity.json'
 LOCK = '.lock'
@@ -343,6 +347,8 @@ class ProcessedCache:
         with _lock(self.dir):
             cached = self._prepare()
             while True:
+                if not cached:  # the dataset class reads its raw files now
+                    check_files(self.raw.required, self.raw.dataset)
                 try:
                     out = build()
                     if check is not None:

@@ -18,7 +18,6 @@ conventions), read through PyG / OGB classes wherever they exist.
 ==========================  ====================================  ===========================================
 """
 import os.path as osp
-import pickle
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, List, Optional
 
@@ -32,6 +31,7 @@ from graphgps_ext.loader import splits as split_utils
 from graphgps_ext.loader import storage
 from graphgps_ext.loader.errors import DataError, DatasetNotFoundError
 from graphgps_ext.loader.integrity import ProcessedCache, RawFiles
+from graphgps_ext.loader.safe_pickle import load_pickle
 from graphgps_ext.loader.offline import (allow_pyg_globals, no_prompt,
                                          torch_load_trusted)
 from graphgps_ext.task import SPECS
@@ -129,8 +129,7 @@ def zinc(cfg) -> Source:
     files.require(cfg)
     if name == 'full' and not osp.exists(osp.join(root, 'full', 'processed',
                                                   'train.pt')):
-        with open(osp.join(raw, 'train.pickle'), 'rb') as f:
-            _check_zinc_full(len(pickle.load(f)), raw)
+        _check_zinc_full(len(load_pickle(osp.join(raw, 'train.pickle'), 'ZINC')), raw)
     cache = ProcessedCache(files, osp.join(root, name, 'processed'))
     parts = cache.load(lambda: _three(
         lambda s: ZINC(root, subset=name == 'subset', split=s)))
