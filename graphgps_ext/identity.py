@@ -29,6 +29,7 @@ from typing import Any, Dict, List, Optional, Tuple
 from yacs.config import CfgNode
 
 from graphgps_ext.config import flatten, key_matches, resumable_keys, volatile_keys
+from graphgps_ext.seed_folder import SeedFolderError, check_seed
 
 #: Stands for a key that one of two identities does not have.
 MISSING = '<missing>'
@@ -105,7 +106,10 @@ class SeedStatus:
     Attributes:
         state: ``'new'`` (no folder or an empty one), ``'unfinished'`` (a run
             started there and did not finish: running, interrupted or
-            crashed), ``'complete'`` (finished with this identity) or
+            crashed), ``'complete'`` (finished with this identity),
+            ``'damaged'`` (finished with this identity, but its files fail
+            :func:`graphgps_ext.seed_folder.check_seed`: ``problem`` says
+            which) or
             ``'stale'`` (finished with another identity; ``changes`` lists
             the differing keys, old -> new).
         changes: see ``state``.
@@ -114,8 +118,11 @@ class SeedStatus:
     state: str
     changes: List[Change] = field(default_factory=list)
     done: Optional[Dict[str, Any]] = None
+    problem: str = ''
 
     def describe(self) -> str:
+        if self.state == 'damaged':
+            return f'damaged: {self.problem}'
         if self.state == 'stale':
             if not self.changes:
                 return 'stale: finished without a recorded fingerprint'
@@ -131,6 +138,10 @@ def seed_status(run_dir: str, ident: Dict[str, Any]) -> SeedStatus:
             e in os.listdir(run_dir) for e in ('config.yaml', 'ckpt', 'train'))
         return SeedStatus('unfinished' if busy else 'new')
     if done.get('fingerprint') == fingerprint(ident):
+        try:
+            check_seed(run_dir, done)
+        except SeedFolderError as err:
+            return SeedStatus('damaged', done=done, problem=str(err))
         return SeedStatus('complete', done=done)
     old = done.get('identity')
     changes = diff(old, ident) if isinstance(old, dict) else []

@@ -288,6 +288,42 @@ def test_crafted_checkpoint_exits_6_without_running_it(three_seeds, in_process,
     assert not marker.exists()
 
 
+def _empty(path):
+    path.write_text('')
+
+
+@pytest.mark.parametrize('damage,finished,words', [
+    (lambda d: _empty(d / 'train' / 'stats.json'), False,
+     'cannot resume: seed folder {d}: train/stats.json ends at epoch (none) but the '
+     'checkpoint is of epoch'),
+    (lambda d: _empty(d / 'val' / 'stats.json'), True,
+     'seed folder {d}: val/stats.json has no record of epoch 0'),
+    (lambda d: (d / 'best.json').write_text('garbage'), True,
+     'seed folder {d}: best.json is not valid JSON'),
+    (lambda d: (d / 'config.yaml').write_text(
+        (d / 'config.yaml').read_text().replace('base_lr: 0.01', 'base_lr: 0.02')), True,
+     'seed folder {d}: config.yaml was changed after the run finished'),
+], ids=['resume-emptied-stats', 'skip-emptied-val', 'skip-garbage-best', 'skip-edited-config'])
+def test_a_damaged_seed_folder_is_refused_at_start(three_seeds, in_process, capsys,
+                                                   tmp_path, damage, finished, words):
+    """Resume and the skip check read the seed folder through one checked
+    reader: exit 2 naming the seed folder and the file, nothing trained."""
+    work, _ = three_seeds
+    out = tmp_path / 'out'
+    shutil.copytree(work / 'full' / 'quick' / '1', out / 'quick' / '1')
+    seed_dir = out / 'quick' / '1'
+    if not finished:
+        os.remove(seed_dir / 'done')  # unfinished: resumable
+    damage(seed_dir)
+    before = sorted(os.listdir(seed_dir))
+    rc = in_process(['--cfg', str(work / 'quick.yaml'), '--seeds', '1', *SMALL,
+                     'dataset.dir', str(work / 'datasets'), 'run_name', 'quick',
+                     'out_dir', str(out), 'train.auto_resume', 'True'])
+    err = capsys.readouterr().err
+    assert rc == 2 and words.format(d=seed_dir) in err, err
+    assert sorted(os.listdir(seed_dir)) == before
+
+
 def test_unwritable_results_exit_4_with_the_resume_command(work, in_process,
                                                            capsys, tmp_path):
     blocker = tmp_path / 'a-file'
