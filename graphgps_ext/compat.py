@@ -375,6 +375,16 @@ class _Translator:
         mtype = self.get('model.type')
         wanted = 'GEAET' if self.source == GEAET else 'GPSModel'
         self.custom = self.source == GRAPHGPS and mtype == 'custom_gnn'
+        parts = str(self.src.get('gt.layer_type', '')).split('+')
+        if 'model.type' not in self.src and len(parts) == 2:
+            # Read as a GraphGPS config only for its two-part layer type: most
+            # likely one of ours with a part missing.
+            where = f'{self.path}: ' if self.path else ''
+            raise ConfigError(
+                f"{where}gt.layer_type '{self.src['gt.layer_type']}' has two parts, "
+                "GraphGPS's <local>+<global>: this project's configs name three, "
+                f"<local>+<global>+<external>, e.g. '{parts[0]}+{parts[1]}+None'. "
+                '(A GraphGPS config with two parts also sets model.type GPSModel.)')
         if mtype != wanted and not self.custom:
             self.fail('model.type', f"this translation builds {self.source}'s "
                       f"'{wanted}'" + (" and GraphGPS's 'custom_gnn'"

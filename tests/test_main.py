@@ -325,17 +325,35 @@ def test_a_damaged_seed_folder_is_refused_at_start(three_seeds, in_process, caps
 
 
 def test_unwritable_results_exit_4_with_the_resume_command(work, in_process,
-                                                           capsys, tmp_path):
+                                                           capsys, tmp_path, monkeypatch):
+    import errno
+    real = os.open
+
+    def read_only(path, *args, **kwargs):  # root writes anywhere: simulate it
+        if str(path).endswith('/lock'):
+            raise OSError(errno.EROFS, 'Read-only file system', str(path))
+        return real(path, *args, **kwargs)
+
+    monkeypatch.setattr(os, 'open', read_only)
+    out = tmp_path / 'results'
+    rc = in_process(['--cfg', str(work / 'quick.yaml'), *SMALL,
+                     'dataset.dir', str(work / 'datasets'), 'out_dir', str(out)])
+    err = capsys.readouterr().err
+    assert rc == 4, err
+    assert f'could not write {out}/quick/0/lock: Read-only file system' in err
+    assert 'then continue with: python main.py --cfg' in err
+    assert 'train.auto_resume True' in err and 'Traceback' not in err
+
+
+def test_results_below_a_file_exit_2_at_start(work, in_process, capsys, tmp_path):
     blocker = tmp_path / 'a-file'
     blocker.write_text('not a folder\n')
     rc = in_process(['--cfg', str(work / 'quick.yaml'), *SMALL,
-                     'dataset.dir', str(work / 'datasets'),
+                     'dataset.dir', str(tmp_path / 'no-data-read'),
                      'out_dir', str(blocker / 'results')])
     err = capsys.readouterr().err
-    assert rc == 4, err
-    assert f'could not write {blocker}/results/quick/0/lock: Not a directory' in err
-    assert 'then continue with: python main.py --cfg' in err
-    assert 'train.auto_resume True' in err and 'Traceback' not in err
+    assert rc == 2 and f"out_dir '{blocker}/results' lies below the file {blocker}" in err
+    assert not (tmp_path / 'no-data-read').exists()  # refused before any data
 
 
 @pytest.mark.parametrize('argv, message', [

@@ -32,6 +32,7 @@ URL to fetch them from. The processed files of the failed attempt are
 removed, so the next run starts clean.
 """
 import contextlib
+import errno
 import hashlib
 import json
 import logging
@@ -338,6 +339,24 @@ class ProcessedCache:
         self._committed = {f: st for f, st in now.items() if f not in changed}
         return bool(self._committed)
 
+    # ---- writable -----------------------------------------------------------
+    def _read_only(self, where: str) -> DataError:
+        return DataError(
+            f'Dataset {self.raw.dataset}: cannot write the processed data into '
+            f'{self.dir} ({where} is read-only or not writable by this user). The '
+            'raw files are fine: make dataset.dir writable, or copy the dataset '
+            "folder to a writable one (e.g. 'cp -r DIR /tmp/data') and point "
+            'dataset.dir there')
+
+    def _check_writable(self):
+        """Refuse (:class:`DataError`) a processed folder that cannot be
+        written before the dataset class tries to."""
+        path = osp.abspath(self.dir)
+        while not osp.exists(path) and osp.dirname(path) != path:
+            path = osp.dirname(path)
+        if not os.access(path, os.W_OK):
+            raise self._read_only(path)
+
     # ---- load ---------------------------------------------------------------
     def load(self, build: Callable[[], Any],
              check: Optional[Callable[[Any], None]] = check_datasets) -> Any:
@@ -349,6 +368,7 @@ class ProcessedCache:
             while True:
                 if not cached:  # the dataset class reads its raw files now
                     check_files(self.raw.required, self.raw.dataset)
+                    self._check_writable()
                 try:
                     out = build()
                     if check is not None:
@@ -358,6 +378,15 @@ class ProcessedCache:
                         NotImplementedError):  # not the data's fault
                     raise
                 except Exception as err:  # noqa: BLE001 - any failure of the data
+                    # Not the raw files' fault: a folder that cannot be written.
+                    code = getattr(err, 'errno', None)
+                    if code in (errno.EACCES, errno.EPERM, errno.EROFS):
+                        raise self._read_only(getattr(err, 'filename', None)
+                                              or self.dir) from None
+                    if code in (errno.ENOSPC, errno.EDQUOT):
+                        raise DataError(f'Dataset {self.raw.dataset}: cannot write the '
+                                        f'processed data into {self.dir}: '
+                                        f'{err.strerror}. Free some space there') from None
                     problem = (str(err) if isinstance(err, StorageError)
                                else f'{type(err).__name__}: {err}')
                     self._clear()

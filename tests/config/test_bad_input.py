@@ -63,6 +63,7 @@ FILES = {
         for p, c in zip([''] + list('abcdefgh'), 'abcdefghi')),
     'recursive.yaml': 'gt: &a\n  x: *a\n',
     'deep.yaml': 'gt: ' + '[' * 100 + ']' * 100 + '\n',
+    'two-part.yaml': 'gt:\n  layer_type: GCN+Transformer\n',
 }
 
 # (id, config file, overrides, fragments of the message)
@@ -302,6 +303,19 @@ CASES = [
     ('head-layers-huge', None, ['head.layers', '100000'], ["'head.layers'", 'at most 100']),
     ('mna-hops-huge', None, MNA + ['mna.hops', '100000'], ["'mna.hops'", 'at most 64']),
     ('run-name', None, ['run_name', 'a/b'], ['plain folder name']),
+    ('layer-type-two-parts-in-file', 'two-part.yaml', [],
+     ["gt.layer_type 'GCN+Transformer' has two parts", "'GCN+Transformer+None'"]),
+    # ---- paths: usable folders, checked at start ----------------------------------
+    ('run-name-newline', None, ['run_name', 'a\nb'], ["run_name 'a\\nb'", 'no newline']),
+    ('run-name-too-long', None, ['run_name', 'x' * 300],
+     ['run_name is 300 bytes long', 'at most 255']),
+    ('out-dir-empty', None, ['out_dir', "''"], ['out_dir is empty', 'working directory']),
+    ('dataset-dir-empty', None, ['dataset.dir', "''"], ['dataset.dir is empty']),
+    ('out-dir-is-a-file', None, ['out_dir', 'afile'], ["out_dir 'afile' is a file"]),
+    ('out-dir-below-a-file', None, ['out_dir', 'afile/results'],
+     ["out_dir 'afile/results' lies below the file"]),
+    ('dataset-dir-is-a-file', None, ['dataset.dir', 'afile'],
+     ["dataset.dir 'afile' is a file", 'ZINC/raw/']),
 ]
 
 # (id, overrides, fragments): losses and metrics must fit the dataset's task,
@@ -353,6 +367,7 @@ def _write(tmp_path, name):
 def test_bad_input_gets_a_clear_config_error(tmp_path, monkeypatch, cfg_file, opts,
                                              fragments):
     monkeypatch.chdir(tmp_path)  # a config that ran code would write here
+    (tmp_path / 'afile').write_text('a file, not a folder\n')
     path = QUICKSTART if cfg_file is None else _write(tmp_path, cfg_file)
     with pytest.raises(ConfigError) as err:
         load_cfg(path, opts)
