@@ -629,7 +629,9 @@ def _ineffective_message(key, value, dec, used, cfg, where='') -> str:
 def _bound_error(key: str, value, test, requirement: str, where: str) -> Optional[str]:
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         return None
-    if test(value) and not (isinstance(value, float) and math.isnan(value)):
+    if isinstance(value, float) and not math.isfinite(value):
+        requirement = f'a finite number, {requirement}'
+    elif test(value):
         return None
     req = '>= 1' if requirement == 'positive' and isinstance(value, int) \
         else requirement
