@@ -28,7 +28,8 @@ from typing import Any, Dict, List, Optional, Tuple
 
 from yacs.config import CfgNode
 
-from graphgps_ext.config import flatten, key_matches, resumable_keys, volatile_keys
+from graphgps_ext.config import (effective_values, flatten, key_matches, resumable_keys,
+                                 volatile_keys)
 from graphgps_ext.seed_folder import SeedFolderError, check_seed
 
 #: Stands for a key that one of two identities does not have.
@@ -54,6 +55,18 @@ def fingerprint(ident: Dict[str, Any]) -> str:
     """A 16-hex-digit hash of an identity (stable across processes)."""
     text = json.dumps(ident, sort_keys=True, default=str)
     return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def effective_fingerprint(cfg: CfgNode, defaults: CfgNode) -> str:
+    """The fingerprint of the run ``cfg`` actually performs: its identity
+    with every ineffective key (:func:`graphgps_ext.config.effective_values`)
+    at the value the run uses. Two configs that differ only in keys without
+    effect share it (a search runs them once)."""
+    ident = identity(cfg)
+    for key, used in effective_values(cfg, defaults).items():
+        if key in ident:
+            ident[key] = _plain(used)
+    return fingerprint(ident)
 
 
 def diff(old: Dict[str, Any], new: Dict[str, Any]) -> List[Change]:

@@ -618,6 +618,13 @@ def _ineffective(cfg: CfgNode, defaults: CfgNode):
             yield key, value, dec, used
 
 
+def effective_values(cfg: CfgNode, defaults: CfgNode) -> Dict[str, Any]:
+    """``{key: the value the run uses}`` of every key set to a value that a
+    declaration of :func:`ignored` makes ineffective (e.g. ``mna.hops`` on a
+    config without an MNA branch)."""
+    return {key: used for key, _, _, used in _ineffective(cfg, defaults)}
+
+
 def _ineffective_message(key, value, dec, used, cfg, where='') -> str:
     msg = f"'{key}' = {value!r}{where} has no effect: {_text(dec.why, cfg)}"
     if dec.used is not None:

@@ -184,7 +184,9 @@ def check_file(path: str, dataset: str = ''):
 
 
 def check_files(paths: Iterable[str], dataset: str = ''):
-    """:func:`check_file` on each of ``paths`` (files only)."""
-    for path in paths:
-        if os.path.isfile(path):
-            check_file(path, dataset)
+    """:func:`check_file` on each of ``paths`` (files only), smallest first
+    (a crafted file is usually small: it is found before the large ones are
+    read)."""
+    files = [p for p in paths if os.path.isfile(p)]
+    for path in sorted(files, key=os.path.getsize):
+        check_file(path, dataset)

@@ -168,3 +168,31 @@ def test_search_on_slurm_summarises_in_the_aggregation_job(tmp_path, monkeypatch
     configs = sorted(os.listdir(tmp_path / 'results' / '_search' / 'quick_grid_g' / 'configs'))
     assert len(configs) == 2 and all(c.startswith('quick-l=') for c in configs)
     assert not (tmp_path / 'results' / 'quick_grid_g').exists()  # nothing ran
+
+
+def test_points_that_build_the_same_run_run_once(tmp_path, monkeypatch, capsys):
+    """A grid over a key without effect for the config (mna.hops on a
+    Transformer config): its points are one run each, and the key is named."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / 'g.txt').write_text('gt.layers l [2,3]\nmna.hops h [1,2,3]\n'
+                                    'optim.base_lr lr [0.001, 0.002]\n')
+    assert cli.main([QUICKSTART, '--grid', 'g.txt', '--dry-run', '--results',
+                     str(tmp_path / 'res')]) == 0
+    out = capsys.readouterr().out
+    assert "grid key 'mna.hops' has no effect on any point" in out
+    assert "grid key 'gt.layers'" not in out and "grid key 'optim.base_lr'" not in out
+    assert '4 distinct of 12 points' in out
+    assert 'quickstart-l=2-h=2-lr=0.001 is the same run as quickstart-l=2-h=1-lr=0.001' in out
+    search = tmp_path / 'res' / '_search'
+    configs = [f for d, _, fs in os.walk(search) for f in fs if f.endswith('.yaml')]
+    assert len(configs) == 4
+
+
+def test_same_runs_by_fingerprint():
+    pts = [grid.Point(f'p{i}', {'a': a, 'b': b}, {}) for i, (a, b) in
+           enumerate([(1, 1), (1, 2), (2, 1), (2, 2)])]
+    kept, dup, no_effect = grid.same_runs(pts, ['x', 'x', 'y', 'y'])  # b has no effect
+    assert [p.name for p in kept] == ['p0', 'p2'] and dup == {'p1': 'p0', 'p3': 'p2'}
+    assert no_effect == ['b']
+    kept, dup, no_effect = grid.same_runs(pts, ['w', 'x', 'y', 'z'])
+    assert len(kept) == 4 and not dup and not no_effect
