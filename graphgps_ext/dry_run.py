@@ -193,6 +193,17 @@ def main(cfg_file: str, opts: Sequence[str] = (),
         for line in result.layers:
             emit(f'  {line}')
         emit(f'parameters: {result.params:,}')
+        if result.translation is not None:
+            theirs, reasons = compat.authors_count(result.translation, cfg, result.params)
+            source = result.translation.source
+            if reasons:
+                emit(f"the {source} authors' code builds {theirs:,} parameters from this "
+                     f'file ({theirs - result.params:+,}; the model computes the same):')
+                for line in reasons:
+                    emit(f'  {line}')
+            else:
+                emit(f"the {source} authors' code builds the same modules: "
+                     f'{theirs:,} parameters')
     emit('results:')
     for seed in seed_list:
         run_dir = result.run_dir(seed)
