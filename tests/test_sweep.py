@@ -62,6 +62,11 @@ if 'fail' in name:
     sys.exit(3)
 os.makedirs(out, exist_ok=True)
 fp, ident = json.loads(os.environ.get('FAKE_FPS', '{}')).get(cfg, [None, {}])
+os.makedirs(os.path.join(out, 'train'), exist_ok=True)  # what a finished run holds
+with open(os.path.join(out, 'train', 'stats.json'), 'w') as f:
+    f.write('{"epoch": 0}\n')
+with open(os.path.join(out, 'config.yaml'), 'w') as f:
+    f.write(f'# fingerprint: {fp}\n')
 with open(os.path.join(out, 'done'), 'w') as f:
     json.dump({'epochs': 1, 'fingerprint': fp, 'identity': ident}, f)
 '''
@@ -144,7 +149,9 @@ def done(root, folder, seed, config, *overrides):
     """A finished seed of ``config`` run with ``overrides``."""
     t = resolve(config, list(overrides))
     d = root / folder / str(seed)
-    d.mkdir(parents=True, exist_ok=True)
+    (d / 'train').mkdir(parents=True, exist_ok=True)
+    (d / 'train' / 'stats.json').write_text('{"epoch": 0}\n')  # as a finished run
+    (d / 'config.yaml').write_text(f'# fingerprint: {t.fingerprint}\n')
     (d / 'done').write_text(json.dumps({'epochs': 1, 'fingerprint': t.fingerprint,
                                         'identity': t.identity}))
     return t

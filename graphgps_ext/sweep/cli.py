@@ -252,8 +252,10 @@ def _grid_pairs(args, overrides: List[str], seeds: List[int], say
         path = os.path.join(cfg_dir, f'{p.name}.yaml')
         pairs.append((path, seeds))
         record.append({'name': p.name, 'config': path, 'values': p.values})
-    say(f'# search {task}: {len(kept)} distinct of {len(pts)} points '
-        f'({gridlib.grid_size(grids)} in the grid) x {len(seeds)} seed(s); configs in {cfg_dir}')
+    say(f'# search {task}: {len(pts)} of {gridlib.grid_size(grids)} points x {len(seeds)} '
+        f'seed(s); configs in {cfg_dir}')
+    if duplicates:
+        say(f'# {len(kept)} distinct run(s): {len(duplicates)} point(s) repeat another')
     run_opts = []
     for k, v in zip(overrides[0::2], overrides[1::2]):
         if k != 'out_dir':

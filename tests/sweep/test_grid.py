@@ -181,7 +181,7 @@ def test_points_that_build_the_same_run_run_once(tmp_path, monkeypatch, capsys):
     out = capsys.readouterr().out
     assert "grid key 'mna.hops' has no effect on any point" in out
     assert "grid key 'gt.layers'" not in out and "grid key 'optim.base_lr'" not in out
-    assert '4 distinct of 12 points' in out
+    assert '12 of 12 points' in out and '# 4 distinct run(s): 8 point(s) repeat another' in out
     assert 'quickstart-l=2-h=2-lr=0.001 is the same run as quickstart-l=2-h=1-lr=0.001' in out
     search = tmp_path / 'res' / '_search'
     configs = [f for d, _, fs in os.walk(search) for f in fs if f.endswith('.yaml')]
