@@ -31,6 +31,18 @@ SMALL = ['dataset.tree_depth', '2', 'dataset.max_graphs', '0',
          'optim.max_epoch', '10']
 
 
+def overriding(opts, *pairs):
+    """``opts`` with the ``KEY VALUE`` ``pairs`` set (replaced where ``opts``
+    has the key: main.py refuses a key given twice)."""
+    opts = list(opts)
+    for key, value in zip(pairs[0::2], pairs[1::2]):
+        if key in opts[0::2]:
+            opts[opts[0::2].index(key) * 2 + 1] = value
+        else:
+            opts += [key, value]
+    return opts
+
+
 def env(home):
     # No W&B variables from this process (an in-process wandb run of another
     # test exports e.g. its service address): a clean, key-less environment.
@@ -190,8 +202,8 @@ def in_process(monkeypatch):
 def test_kill_9_during_training_then_resume_equals_uninterrupted(work):
     """SIGKILL (no handler runs) after a few epochs; the resumed seed's stats
     equal those of an uninterrupted run started beside it."""
-    long = [*SMALL, 'optim.max_epoch', '60', 'dataset.dir', str(work / 'datasets'),
-            'run_name', 'quick']
+    long = overriding(SMALL, 'optim.max_epoch', '60', 'dataset.dir', str(work / 'datasets'),
+                      'run_name', 'quick')
     ref = subprocess.Popen(main_cmd(work / 'quick.yaml', *long, 'out_dir', 'ref'),
                            cwd=work, env=env(work), stdout=subprocess.DEVNULL,
                            stderr=subprocess.DEVNULL)
@@ -242,8 +254,8 @@ def test_failed_start_and_stale_seed_leave_a_finished_seed_untouched(
     assert in_process(['--cfg', str(work / 'quick.yaml'), *base]) == 0
     assert 'is done (complete: same config); skipped' in capsys.readouterr().out
     # another lr: stale, named, skipped
-    assert in_process(['--cfg', str(work / 'quick.yaml'), *base,
-                       'optim.base_lr', '0.005']) == 0
+    assert in_process(['--cfg', str(work / 'quick.yaml'),
+                       *overriding(base, 'optim.base_lr', '0.005')]) == 0
     out = capsys.readouterr().out
     assert 'is done (stale: optim.base_lr 0.01 -> 0.005); skipped' in out
     assert 'Pass --overwrite' in out
