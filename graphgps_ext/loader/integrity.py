@@ -367,7 +367,9 @@ class ProcessedCache:
             cached = self._prepare()
             while True:
                 if not cached:  # the dataset class reads its raw files now
-                    check_files(self.raw.required, self.raw.dataset)
+                    problem = check_files(self.raw.required, self.raw.dataset)
+                    if problem:  # found before the dataset class reads the others
+                        raise self.raw.corrupt(problem)
                     self._check_writable()
                 try:
                     out = build()

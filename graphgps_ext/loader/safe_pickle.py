@@ -27,7 +27,7 @@ import io
 import os
 import pickle
 import warnings
-from typing import Any, Dict, Iterable, Tuple
+from typing import Any, Dict, Iterable, Optional, Tuple
 
 import numpy as np
 import torch
@@ -162,16 +162,17 @@ def _zip_check(path: str, dataset: str):
         return
 
 
-def check_file(path: str, dataset: str = ''):
+def check_file(path: str, dataset: str = '') -> Optional[str]:
     """Refuse (:class:`UnsafeDataError`) the raw file ``path`` if it is a
-    pickle or a torch zip file that asks for more than plain data. Files in
-    other formats (text, csv.gz, npz without objects) pass unread; a
-    truncated pickle passes too, for the loader to report as corrupt."""
+    pickle or a torch zip file that asks for more than plain data. Returns
+    why a pickle cannot be read (empty, truncated), for the caller to report
+    as corrupt at once, else ``None``. Files in other formats (text,
+    csv.gz) pass unread."""
     try:
         with open(path, 'rb') as f:
             head = f.read(4)
     except OSError:
-        return
+        return None
     if head.startswith(ZIP_MAGIC):
         _zip_check(path, dataset)
     elif head.startswith(PICKLE_MAGIC) or path.endswith(PICKLE_SUFFIXES):
@@ -179,14 +180,19 @@ def check_file(path: str, dataset: str = ''):
             load_pickle(path, dataset)
         except UnsafeDataError:
             raise
-        except Exception:  # noqa: BLE001 - truncated/corrupt: reported by the loader
-            return
+        except Exception as err:  # noqa: BLE001 - truncated or not a pickle
+            what = 'is empty' if not head else 'is truncated or not a pickle'
+            return f'{path} {what} ({type(err).__name__}: {err})'
+    return None
 
 
-def check_files(paths: Iterable[str], dataset: str = ''):
+def check_files(paths: Iterable[str], dataset: str = '') -> Optional[str]:
     """:func:`check_file` on each of ``paths`` (files only), smallest first
-    (a crafted file is usually small: it is found before the large ones are
-    read)."""
+    (a crafted or empty file is usually small: it is found before the large
+    ones are read); returns the first unreadable pickle's problem."""
     files = [p for p in paths if os.path.isfile(p)]
     for path in sorted(files, key=os.path.getsize):
-        check_file(path, dataset)
+        problem = check_file(path, dataset)
+        if problem:
+            return problem
+    return None

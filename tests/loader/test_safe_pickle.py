@@ -88,7 +88,7 @@ def test_plain_data_loads(tmp_path, obj):
     assert repr(got) == repr(obj)
 
 
-def test_other_formats_and_damaged_pickles_are_left_to_the_loader(tmp_path):
+def test_other_formats_pass_and_damaged_pickles_are_named(tmp_path):
     text = tmp_path / 'graph.txt'
     text.write_text('1, 2\n')
     packed = tmp_path / 'table.csv.gz'
@@ -98,8 +98,12 @@ def test_other_formats_and_damaged_pickles_are_left_to_the_loader(tmp_path):
     truncated.write_bytes(pickle.dumps(list(range(1000)))[:50])
     zipped = tmp_path / 'ok.pt'
     torch.save({'w': torch.ones(2)}, str(zipped))
-    for path in (text, packed, truncated, zipped, tmp_path / 'missing.pickle'):
-        check_file(str(path))  # nothing to refuse
+    for path in (text, packed, zipped, tmp_path / 'missing.pickle'):
+        assert check_file(str(path)) is None  # nothing to refuse
+    assert 'is truncated or not a pickle' in check_file(str(truncated))
+    empty = tmp_path / 'val.pickle'
+    empty.write_bytes(b'')
+    assert check_file(str(empty)).startswith(f'{empty} is empty')
     with pytest.raises(Exception) as err:  # the loader reports it as corrupt
         load_pickle(str(truncated))
     assert not isinstance(err.value, UnsafeDataError)
