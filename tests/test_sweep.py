@@ -226,6 +226,16 @@ def test_stale_seeds_are_named_and_rerun_only_when_asked(ws):
     assert 'stale: finished without a recorded fingerprint' in out
 
 
+def test_a_damaged_finished_seed_is_reported_and_rerun_on_request(ws):
+    done(ws.root, 'results/geaet-zinc', 1, 'configs/geaet/zinc.yaml')
+    (ws.root / 'results' / 'geaet-zinc' / '1' / 'train' / 'stats.json').write_text('')
+    _, out = ws('--dry-run', '--seeds', '1', 'configs/geaet/zinc.yaml')
+    assert '# skip geaet-zinc seed 1 (damaged: seed folder' in out
+    assert 'train/stats.json holds 0 epoch(s)' in out and not _runs(out)
+    _, out = ws('--dry-run', '--seeds', '1', '--rerun-stale', 'configs/geaet/zinc.yaml')
+    assert [r for r in _runs(out) if '--overwrite seed 1' in r]
+
+
 def test_dry_run_globs_seeds_overrides(ws):
     done(ws.root, 'results/geaet-zinc', 1, 'configs/geaet/zinc.yaml', 'optim.max_epoch', '5')
     _, out = ws('--dry-run', '--seeds', '0-1,3', 'configs/geaet/*.yaml', '--',
