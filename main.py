@@ -109,12 +109,6 @@ def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
     return args
 
 
-def seeds_of(args, base_seed: int) -> List[int]:
-    if args.seeds is not None:
-        return list(args.seeds)
-    return list(range(base_seed, base_seed + args.repeat))
-
-
 def _sigterm(signum, frame):
     # A scheduler's SIGTERM (preemption) is handled like Ctrl-C. Once: a
     # requeue sends SIGTERM again (scontrol requeue and the task's own), which
@@ -171,15 +165,17 @@ def main(argv: Optional[List[str]] = None) -> int:
         from graphgps_ext.dry_run import main as dry_run
         return dry_run(args.cfg_file, args.opts, args.seeds, args.repeat)
     from graphgps_ext import dist
-    from graphgps_ext.run_config import load_cfg
+    from graphgps_ext.config import check_overrides
+    from graphgps_ext.run_config import load_cfg, seed_list
     from graphgps_ext.run import resume_command, run_seed
 
     signal.signal(signal.SIGTERM, _sigterm)
     table = failures()
     rank, seed = 0, None
     try:
+        check_overrides(args.opts)
         cfg = load_cfg(args.cfg_file, args.opts)
-        seeds = seeds_of(args, cfg.seed)
+        seeds = seed_list(cfg, args.seeds, args.repeat)
         rank = dist.init(cfg).rank  # joins the process group (torchrun / srun)
         for seed in seeds:
             cfg = load_cfg(args.cfg_file, args.opts + ['seed', str(seed)])

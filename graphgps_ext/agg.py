@@ -42,9 +42,10 @@ from typing import Dict, List, Optional
 
 import numpy as np
 
-from graphgps_ext.files import read_jsonl, write_text
+from graphgps_ext.files import write_text
 from graphgps_ext.identity import diff, format_changes, read_done
 from graphgps_ext.logger import STATS_FILE
+from graphgps_ext.seed_folder import SeedFolderError, check_seed, seed_folders
 from graphgps_ext.task import SPLITS
 
 # Files of agg/<split>/ that this module writes (and replaces or removes).
@@ -72,13 +73,13 @@ def _mean_std(records: List[Dict]) -> Dict:
     return out
 
 
-def find_seeds(root: str):
-    """``(finished, unfinished)`` seed lists of ``root``."""
+def find_seeds(root: str, duplicates: Optional[List[str]] = None):
+    """``(finished, unfinished)`` seed lists of ``root``. A seed folder that
+    is another one under a second name (a symbolic link to a seed folder
+    already counted) is left out, and its name appended to ``duplicates``."""
     finished, unfinished = [], []
-    for entry in sorted(os.listdir(root)):
+    for entry in seed_folders(root, duplicates):
         path = os.path.join(root, entry)
-        if not (entry.isdigit() and os.path.isdir(path)):
-            continue
         (finished if os.path.exists(os.path.join(path, 'done'))
          else unfinished).append(int(entry))
     return sorted(finished), sorted(unfinished)
@@ -125,7 +126,8 @@ def aggregate(root: str, include_unfinished: bool = False,
     carry different fingerprints."""
     if not os.path.isdir(root):
         raise FileNotFoundError(f'{root} is not a directory')
-    finished, unfinished = find_seeds(root)
+    duplicates: List[str] = []
+    finished, unfinished = find_seeds(root, duplicates)
     present = set(finished) | set(unfinished)
     missing = sorted(set(expected or []) - present)
     groups = _by_fingerprint(root, finished)
@@ -137,15 +139,20 @@ def aggregate(root: str, include_unfinished: bool = False,
     elif len(groups) > 1:
         raise MixedRunsError(_mixed_message(root, groups))
     candidates = finished + (unfinished if include_unfinished else [])
-    bests = {}
+    bests, stats, no_best = {}, {}, []
     for seed in sorted(candidates):
-        path = os.path.join(root, str(seed), 'best.json')
-        if os.path.exists(path):
-            with open(path) as f:
-                bests[seed] = json.load(f)
+        run_dir = os.path.join(root, str(seed))
+        # Checked before it is averaged (seed_folder.check_seed): a damaged
+        # seed raises SeedFolderError naming the seed and the file.
+        record = check_seed(run_dir, read_done(run_dir) if seed in finished else None)
+        if record['best'] is None:
+            no_best.append(seed)
+            continue
+        bests[seed], stats[seed] = record['best'], record['stats']
     used = sorted(bests)
     result = {'finished': finished, 'unfinished': unfinished, 'missing': missing,
-              'other': other, 'used': used, 'best': {}}
+              'other': other, 'used': used, 'best': {}, 'duplicates': duplicates,
+              'no_best': no_best}
     if not used:
         return result
     agg_dir = os.path.join(root, 'agg')
@@ -171,7 +178,7 @@ def aggregate(root: str, include_unfinished: bool = False,
         write_text(os.path.join(split_dir, 'best.json'), json.dumps(best) + '\n')
         per_epoch: Dict[int, List[Dict]] = {}
         for seed in used:
-            for rec in read_jsonl(os.path.join(root, str(seed), split, STATS_FILE)):
+            for rec in stats[seed][split]:
                 per_epoch.setdefault(rec['epoch'], []).append(rec)
         lines = []
         for epoch in sorted(per_epoch):
@@ -205,8 +212,9 @@ def format_table(result: Dict) -> str:
 
 
 def main(argv: Optional[List[str]] = None) -> int:
-    """Exit codes: 0 aggregated; 1 nothing to aggregate or no such folder;
-    2 bad arguments or a folder mixing configs (without ``--fingerprint``)."""
+    """Exit codes: 0 aggregated; 2 a user error: bad arguments, no such
+    folder, nothing to aggregate, a folder mixing configs (without
+    ``--fingerprint``) or a damaged seed folder (the seed and file named)."""
     parser = argparse.ArgumentParser(
         prog='python -m graphgps_ext.agg',
         description='Aggregate the seeds of results/<name> into results/<name>/agg.')
@@ -227,10 +235,7 @@ def main(argv: Optional[List[str]] = None) -> int:
         parser.error(f'--seeds takes comma-separated integers, got {args.seeds!r}')
     try:
         result = aggregate(args.root, args.include_unfinished, expected, args.fingerprint)
-    except FileNotFoundError as err:
-        print(f'error: {err}', file=sys.stderr)
-        return 1
-    except MixedRunsError as err:
+    except (FileNotFoundError, MixedRunsError, SeedFolderError) as err:
         print(f'error: {err}', file=sys.stderr)
         return 2
     best = result['best']
@@ -246,10 +251,17 @@ def main(argv: Optional[List[str]] = None) -> int:
               + f"): {result['unfinished']}")
     if result['missing']:
         print(f"missing: {result['missing']}")
+    if result['no_best']:
+        print(f"no best.json (no epoch evaluated yet): {result['no_best']}")
+    if result['duplicates']:
+        print('counted once (a second name of a seed folder): '
+              + ', '.join(result['duplicates']))
     print(format_table(result))
     if not result['used'] and os.path.isdir(os.path.join(args.root, 'agg')):
         print(f'{args.root}/agg left as it was')
-    return 0 if result['used'] else 1
+    if not result['used']:
+        print(f'error: {args.root} has no seed to aggregate', file=sys.stderr)
+    return 0 if result['used'] else 2
 
 
 if __name__ == '__main__':

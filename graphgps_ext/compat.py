@@ -375,6 +375,16 @@ class _Translator:
         mtype = self.get('model.type')
         wanted = 'GEAET' if self.source == GEAET else 'GPSModel'
         self.custom = self.source == GRAPHGPS and mtype == 'custom_gnn'
+        parts = str(self.src.get('gt.layer_type', '')).split('+')
+        if 'model.type' not in self.src and len(parts) == 2:
+            # Read as a GraphGPS config only for its two-part layer type: most
+            # likely one of ours with a part missing.
+            where = f'{self.path}: ' if self.path else ''
+            raise ConfigError(
+                f"{where}gt.layer_type '{self.src['gt.layer_type']}' has two parts, "
+                "GraphGPS's <local>+<global>: this project's configs name three, "
+                f"<local>+<global>+<external>, e.g. '{parts[0]}+{parts[1]}+None'. "
+                '(A GraphGPS config with two parts also sets model.type GPSModel.)')
         if mtype != wanted and not self.custom:
             self.fail('model.type', f"this translation builds {self.source}'s "
                       f"'{wanted}'" + (" and GraphGPS's 'custom_gnn'"
@@ -1051,3 +1061,39 @@ def _info(msg: str):
         log.info(msg)
     else:  # before the run's logging is set up (main.py loads the config first)
         print(msg, flush=True)
+
+
+def authors_count(translation: Translation, cfg, params: int) -> Tuple[int, List[str]]:
+    """``(count, reasons)``: the parameter count the authors' code builds
+    from the foreign config of ``translation``, given ``params``, the count
+    of the model built here from its translation, and one line per module
+    that makes them differ. GraphGPS and GEAET configs build the same
+    modules here (no reason). CSA's layer allocates modules it never uses:
+    ``norm1_local``, a BatchNorm of the local branch (2 d per layer), built
+    even without a local model; and a third row of its dense edge table
+    (d / 2), the padding index, never trained. With categorical rings the
+    pair encoder here has one learned row more than CSA's table instead."""
+    if translation.source != CSA or not has_csa_branch(cfg):
+        return params, []
+    d, layers = int(cfg.gt.dim_hidden), int(cfg.gt.layers)
+    local = str(cfg.gt.layer_type).split('+')[0]
+    extra, reasons = 0, []
+    if local in ('None', 'none', '') and cfg.gt.norm == 'batch':
+        extra += 2 * d * layers
+        reasons.append(f'+{2 * d * layers:,}: norm1_local, the BatchNorm of a local '
+                       f'branch (2 x {d} per layer, x {layers} layers), which CSA\'s '
+                       'layer allocates without a local model and never uses')
+    half = d // 2
+    if cfg.pairenc.rings and cfg.pairenc.ring_mode == 'categorical':
+        extra -= half
+        reasons.append(f'-{half}: the pair encoder here learns one row more than '
+                       f"CSA's edge table with categorical rings ({d}/2)")
+    else:
+        extra += half
+        reasons.append(f"+{half}: the padding row of CSA's dense edge table "
+                       f'({d}/2), allocated and never trained')
+    return params + extra, reasons
+
+
+def has_csa_branch(cfg) -> bool:
+    return 'CSA' in str(cfg.gt.layer_type).split('+')

@@ -165,13 +165,14 @@ def main(cfg_file: str, opts: Sequence[str] = (),
     """``main.py --dry-run``: print what :func:`check` found; returns the
     exit code (0, or 2 for a config error)."""
     from graphgps_ext import compat
-    from graphgps_ext.config import ConfigError
+    from graphgps_ext.config import ConfigError, check_overrides
     from graphgps_ext.identity import seed_status
+    from graphgps_ext.run_config import seed_list as run_seeds
     try:
+        check_overrides(opts)
         result = check(cfg_file, opts)
         cfg = result.cfg
-        seed_list = (list(seeds) if seeds is not None
-                     else list(range(cfg.seed, cfg.seed + max(1, repeat))))
+        seed_list = run_seeds(cfg, seeds, repeat)
     except ConfigError as err:
         print(f'config error: {err}', file=sys.stderr)
         return 2
@@ -192,6 +193,17 @@ def main(cfg_file: str, opts: Sequence[str] = (),
         for line in result.layers:
             emit(f'  {line}')
         emit(f'parameters: {result.params:,}')
+        if result.translation is not None:
+            theirs, reasons = compat.authors_count(result.translation, cfg, result.params)
+            source = result.translation.source
+            if reasons:
+                emit(f"the {source} authors' code builds {theirs:,} parameters from this "
+                     f'file ({theirs - result.params:+,}; the model computes the same):')
+                for line in reasons:
+                    emit(f'  {line}')
+            else:
+                emit(f"the {source} authors' code builds the same modules: "
+                     f'{theirs:,} parameters')
     emit('results:')
     for seed in seed_list:
         run_dir = result.run_dir(seed)

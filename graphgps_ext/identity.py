@@ -28,7 +28,9 @@ from typing import Any, Dict, List, Optional, Tuple
 
 from yacs.config import CfgNode
 
-from graphgps_ext.config import flatten, key_matches, resumable_keys, volatile_keys
+from graphgps_ext.config import (effective_values, flatten, key_matches, resumable_keys,
+                                 volatile_keys)
+from graphgps_ext.seed_folder import SeedFolderError, check_seed
 
 #: Stands for a key that one of two identities does not have.
 MISSING = '<missing>'
@@ -53,6 +55,18 @@ def fingerprint(ident: Dict[str, Any]) -> str:
     """A 16-hex-digit hash of an identity (stable across processes)."""
     text = json.dumps(ident, sort_keys=True, default=str)
     return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def effective_fingerprint(cfg: CfgNode, defaults: CfgNode) -> str:
+    """The fingerprint of the run ``cfg`` actually performs: its identity
+    with every ineffective key (:func:`graphgps_ext.config.effective_values`)
+    at the value the run uses. Two configs that differ only in keys without
+    effect share it (a search runs them once)."""
+    ident = identity(cfg)
+    for key, used in effective_values(cfg, defaults).items():
+        if key in ident:
+            ident[key] = _plain(used)
+    return fingerprint(ident)
 
 
 def diff(old: Dict[str, Any], new: Dict[str, Any]) -> List[Change]:
@@ -105,7 +119,10 @@ class SeedStatus:
     Attributes:
         state: ``'new'`` (no folder or an empty one), ``'unfinished'`` (a run
             started there and did not finish: running, interrupted or
-            crashed), ``'complete'`` (finished with this identity) or
+            crashed), ``'complete'`` (finished with this identity),
+            ``'damaged'`` (finished with this identity, but its files fail
+            :func:`graphgps_ext.seed_folder.check_seed`: ``problem`` says
+            which) or
             ``'stale'`` (finished with another identity; ``changes`` lists
             the differing keys, old -> new).
         changes: see ``state``.
@@ -114,8 +131,11 @@ class SeedStatus:
     state: str
     changes: List[Change] = field(default_factory=list)
     done: Optional[Dict[str, Any]] = None
+    problem: str = ''
 
     def describe(self) -> str:
+        if self.state == 'damaged':
+            return f'damaged: {self.problem}'
         if self.state == 'stale':
             if not self.changes:
                 return 'stale: finished without a recorded fingerprint'
@@ -131,6 +151,10 @@ def seed_status(run_dir: str, ident: Dict[str, Any]) -> SeedStatus:
             e in os.listdir(run_dir) for e in ('config.yaml', 'ckpt', 'train'))
         return SeedStatus('unfinished' if busy else 'new')
     if done.get('fingerprint') == fingerprint(ident):
+        try:
+            check_seed(run_dir, done)
+        except SeedFolderError as err:
+            return SeedStatus('damaged', done=done, problem=str(err))
         return SeedStatus('complete', done=done)
     old = done.get('identity')
     changes = diff(old, ident) if isinstance(old, dict) else []

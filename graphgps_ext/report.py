@@ -64,8 +64,10 @@ import numpy as np
 
 from graphgps_ext.config import ConfigError, flatten, read_yaml
 from graphgps_ext.files import read_jsonl, write_text
+from graphgps_ext.identity import read_done
 from graphgps_ext.logger import STATS_FILE
 from graphgps_ext.run_config import config_name
+from graphgps_ext.seed_folder import check_seed, seed_folders
 from graphgps_ext.seeds import parse_seeds
 from graphgps_ext.task import SPLITS
 
@@ -188,22 +190,20 @@ def load_results(results_dir: str, name: str, curves: bool = True) -> Optional[C
     if not os.path.isdir(base):
         return None
     seeds = []
-    for entry in sorted(os.listdir(base)):
+    for entry in seed_folders(base):
         path = os.path.join(base, entry)
-        if not (entry.isdigit() and os.path.isdir(path)):
-            continue
-        done_path = os.path.join(path, 'done')
-        done = os.path.exists(done_path)
-        done_info = _read_json(done_path) if done else None
-        stats = {}
-        if curves or not done_info:
-            stats = {s: read_jsonl(os.path.join(path, s, STATS_FILE)) for s in SPLITS}
+        done_info = read_done(path)
+        done = done_info is not None
+        # Checked before anything is reported (a damaged seed raises
+        # SeedFolderError naming the seed folder and the file).
+        record = check_seed(path, done_info)
+        stats = record['stats'] if curves or not done_info else {}
         epochs = None
-        if isinstance(done_info, dict) and done_info.get('epochs') is not None:
-            epochs = int(done_info['epochs'])
-        elif stats.get('train'):
-            epochs = max(r.get('epoch', -1) for r in stats['train']) + 1
-        seeds.append(SeedResult(int(entry), done, _read_json(os.path.join(path, 'best.json')),
+        if isinstance(done_info, dict) and isinstance(done_info.get('epochs'), int):
+            epochs = done_info['epochs']
+        elif record['stats'].get('train'):
+            epochs = record['stats']['train'][-1]['epoch'] + 1
+        seeds.append(SeedResult(int(entry), done, record['best'],
                                 epochs, _read_yaml(os.path.join(path, 'config.yaml')), stats,
                                 _read_json(os.path.join(path, 'data.json'))))
     agg = {}

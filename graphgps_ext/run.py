@@ -68,7 +68,8 @@ from graphgps_ext.identity import (fingerprint, format_changes, identity,
 from graphgps_ext.logger import (RunLogger, attach_run_log, get_logger,
                                  setup_logging, truncate_stats)
 from graphgps_ext.run_config import finalize_cfg
-from graphgps_ext.seed_folder import (Replacement, SeedLock, SeedLocked,
+from graphgps_ext.seed_folder import (Replacement, SeedFolderError, SeedLock,
+                                      SeedLocked, check_seed, file_digests,
                                       recover, run_entries)
 from graphgps_ext.train import checkpoint as ckpt
 from graphgps_ext.train import speed
@@ -222,6 +223,8 @@ def decide(cfg, run_dir: str, ident: Dict[str, Any], overwrite: bool
         log.info(f'removed {len(removed)} temporary file(s) of interrupted '
                  'writes: ' + ', '.join(os.path.relpath(p, run_dir) for p in removed))
     status = seed_status(run_dir, ident)
+    if status.state == 'damaged' and not overwrite:
+        raise StartRefused(status.problem)
     if status.done is not None and not overwrite:
         if status.state == 'complete':
             note = (f'{run_dir} is done (complete: same config); skipped. Pass '
@@ -235,6 +238,10 @@ def decide(cfg, run_dir: str, ident: Dict[str, Any], overwrite: bool
     if (cfg.train.auto_resume and not overwrite and status.done is None
             and ckpt.has_checkpoint(last)):
         state, used, warning = ckpt.load_latest(last)
+        try:  # the stats it continues must reach the checkpoint's epoch
+            check_seed(run_dir, last_epoch=state['epoch'])
+        except SeedFolderError as err:
+            raise StartRefused(f'cannot resume: {err}') from None
         if warning:
             log.warning(warning)
             if os.path.exists(last):  # kept for inspection, out of the way
@@ -453,6 +460,7 @@ def finish(run_dir: str, trainer: Trainer, best: Optional[Dict[str, Any]],
             'skipped_batches': trainer.skipped_batches,
             'fingerprint': fingerprint(ident),
             'identity': ident,
+            'files': file_digests(run_dir),
         })
 
 

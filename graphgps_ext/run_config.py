@@ -28,7 +28,7 @@ from graphgps_ext.branches import (HeadsError, catalogue as branch_catalogue,
                                    divisors, parse_layer_type)
 from graphgps_ext.compat import merge_config_file
 from graphgps_ext.config import (COMMAND_LINE, ConfigError, closest,
-                                 config_warnings, did_you_mean,
+                                 config_warnings, did_you_mean, get_key,
                                  merge_list, validate)
 from graphgps_ext.config.posenc import PE_NAMES, node_encoder_parts
 from graphgps_ext.head import GRAPHGYM_HEADS
@@ -110,12 +110,69 @@ def load_cfg(cfg_file: Optional[str] = None,
     cfg.accelerator = resolve_accelerator(cfg.accelerator)
     if not cfg.run_name:
         cfg.run_name = config_name(cfg_file) if cfg_file else 'default'
-    if '/' in cfg.run_name or cfg.run_name in ('.', '..'):
-        raise ConfigError(f"run_name '{cfg.run_name}' must be a plain folder name")
+    _check_paths(cfg)
     cfg.gnn.dim_inner = cfg.gt.dim_hidden
     cfg.cfg_dest = 'config.yaml'
     _check_modules(cfg)
     return cfg
+
+
+#: The longest file name most file systems take (bytes, NAME_MAX).
+NAME_MAX = 255
+
+
+def _first_existing(path: str) -> str:
+    path = os.path.abspath(path)
+    while not os.path.lexists(path) and os.path.dirname(path) != path:
+        path = os.path.dirname(path)
+    return path
+
+
+def _check_paths(cfg: CfgNode):
+    """``out_dir``, ``run_name`` and ``dataset.dir`` name usable folders:
+    refused at start (:class:`ConfigError`), before any data is read, rather
+    than as a write error after the data has loaded."""
+    name = str(cfg.run_name)
+    if '/' in name or name in ('.', '..') or any(c < ' ' or c == '\x7f' for c in name):
+        raise ConfigError(f'run_name {name!r} must be a plain folder name (no '
+                          "'/', no newline or other control character)")
+    if len(name.encode()) > NAME_MAX:
+        raise ConfigError(f'run_name is {len(name.encode())} bytes long; a folder name '
+                          f'takes at most {NAME_MAX}: give a shorter run_name')
+    for key in ('out_dir', 'dataset.dir'):
+        value = str(get_key(cfg, key))
+        if not value.strip():
+            example = 'results' if key == 'out_dir' else 'datasets'
+            raise ConfigError(f"{key} is empty: it would write into the working "
+                              f"directory; give a folder (e.g. '{example}')")
+        if any(c < ' ' for c in value):
+            raise ConfigError(f'{key} {value!r} holds a newline or another control '
+                              'character')
+        found = _first_existing(value)
+        if not os.path.isdir(found):
+            what = 'is a file' if found == os.path.abspath(value) else \
+                f'lies below the file {found}'
+            raise ConfigError(
+                f"{key} '{value}' {what}, not a folder: point {key} at a folder"
+                + (" (the one that holds the dataset's folders, e.g. ZINC/raw/)"
+                   if key == 'dataset.dir' else ''))
+
+
+def seed_list(cfg: CfgNode, seeds: Optional[Sequence[int]] = None,
+               repeat: int = 1) -> List[int]:
+    """The seeds a run trains: ``seeds`` (``--seeds``), else ``cfg.seed``
+    ... ``cfg.seed + repeat - 1`` (``--repeat``). Each is checked against
+    the range declared for ``seed`` at start, so a seed out of range is
+    refused (:class:`ConfigError`) before the first one trains."""
+    from graphgps_ext.config import check_key
+    given = list(seeds) if seeds is not None else \
+        list(range(cfg.seed, cfg.seed + max(1, repeat)))
+    flag = '--seeds' if seeds is not None else f'seed {cfg.seed} with --repeat {repeat}'
+    for seed in (given[-1:] if seeds is None else given):
+        problem = check_key('seed', seed, f'from {flag}')
+        if problem:
+            raise ConfigError(problem)
+    return given
 
 
 def _buildable(table: dict, method: str = 'from_cfg') -> List[str]:

@@ -277,3 +277,204 @@ def recover(run_dir: str) -> List[str]:
         return restore(run_dir)
     return []
 
+
+
+# ---------------------------------------------------------------- reading --
+#: Files of a finished run whose SHA-256 the ``done`` marker records: a
+#: reader refuses a seed whose file changed after the run finished.
+CHECKED_FILES = ('config.yaml', 'best.json', 'train/stats.json', 'val/stats.json',
+                 'test/stats.json')
+_SPLITS = ('train', 'val', 'test')
+
+
+def seed_folders(root: str, duplicates: Optional[List[str]] = None) -> List[str]:
+    """The seed folder names (integers) of the run folder ``root``, sorted by
+    seed. A name that is a second name of a folder already listed (a
+    symbolic link to it) is left out, so a seed is never counted twice, and
+    ``'<name> (the same folder as <seed>)'`` is appended to ``duplicates``."""
+    names = [e for e in os.listdir(root)
+             if e.isdigit() and os.path.isdir(os.path.join(root, e))]
+    real: Dict[str, str] = {}
+    for name in sorted(names, key=lambda e: (os.path.islink(os.path.join(root, e)),
+                                             int(e))):
+        target = os.path.realpath(os.path.join(root, name))
+        if target in real:
+            if duplicates is not None:
+                duplicates.append(f'{name} (the same folder as {real[target]})')
+            continue
+        real[target] = name
+    return sorted(real.values(), key=int)
+
+
+class SeedFolderError(ValueError):
+    """A seed folder whose files are damaged or disagree with each other
+    (``main.py`` and ``agg`` exit code 2): the seed and the file are named."""
+
+
+def file_digest(path: str) -> Optional[str]:
+    """SHA-256 of the file ``path`` (``None`` when there is none)."""
+    import hashlib
+    try:
+        with open(path, 'rb') as f:
+            return hashlib.sha256(f.read()).hexdigest()
+    except FileNotFoundError:
+        return None
+
+
+def file_digests(run_dir: str) -> Dict[str, str]:
+    """``{relative path: SHA-256}`` of the :data:`CHECKED_FILES` present."""
+    out = {}
+    for name in CHECKED_FILES:
+        digest = file_digest(os.path.join(run_dir, name))
+        if digest is not None:
+            out[name] = digest
+    return out
+
+
+def _damaged(run_dir: str, name: str, problem: str) -> SeedFolderError:
+    return SeedFolderError(
+        f'seed folder {run_dir}: {name} {problem}. Its results cannot be '
+        'trusted: restore the file from a copy, or run the seed again with '
+        '--overwrite (or move the folder out of the way)')
+
+
+def read_stats(run_dir: str, split: str) -> List[Dict[str, Any]]:
+    """The records of ``<run_dir>/<split>/stats.json``, checked: every line a
+    JSON object with an integer ``epoch``, epochs strictly increasing (a torn
+    last line, left by a kill mid-write, is dropped). ``[]`` without a file.
+    Raises :class:`SeedFolderError` naming the seed folder and the file."""
+    name = f'{split}/stats.json'
+    path = os.path.join(run_dir, name)
+    if not os.path.exists(path):
+        return []
+    try:
+        with open(path, encoding='utf-8') as f:
+            lines = f.read().split('\n')
+    except (OSError, UnicodeDecodeError) as err:
+        raise _damaged(run_dir, name, f'cannot be read ({err})') from None
+    out: List[Dict[str, Any]] = []
+    for i, line in enumerate(lines):
+        if not line.strip():
+            continue
+        try:
+            rec = json.loads(line)
+        except ValueError:
+            if i == len(lines) - 1:  # a torn last line (no newline yet)
+                break
+            raise _damaged(run_dir, name, f'line {i + 1} is not JSON') from None
+        if not isinstance(rec, dict) or not isinstance(rec.get('epoch'), int) \
+                or isinstance(rec.get('epoch'), bool):
+            raise _damaged(run_dir, name, f'line {i + 1} is not a stats record '
+                           "(a JSON object with an integer 'epoch')")
+        if out and rec['epoch'] <= out[-1]['epoch']:
+            raise _damaged(run_dir, name, f'line {i + 1} repeats or goes back to '
+                           f"epoch {rec['epoch']} after epoch {out[-1]['epoch']}")
+        out.append(rec)
+    return out
+
+
+def read_best(run_dir: str) -> Optional[Dict[str, Any]]:
+    """``best.json`` of a seed folder, checked to be a JSON object with an
+    integer ``epoch`` and a ``metric`` (``None`` when there is none)."""
+    path = os.path.join(run_dir, 'best.json')
+    if not os.path.exists(path):
+        return None
+    try:
+        with open(path, encoding='utf-8') as f:
+            best = json.load(f)
+    except (OSError, ValueError) as err:
+        raise _damaged(run_dir, 'best.json', f'is not valid JSON ({err})') from None
+    if not isinstance(best, dict) or not isinstance(best.get('epoch'), int) \
+            or 'metric' not in best:
+        raise _damaged(run_dir, 'best.json', "is not a best-epoch record (a JSON "
+                       "object with an integer 'epoch' and a 'metric')")
+    return best
+
+
+def check_seed(run_dir: str, done: Optional[Dict[str, Any]] = None,
+               last_epoch: Optional[int] = None) -> Dict[str, Any]:
+    """Read and check the results of one seed folder; every reader (resume,
+    the skip check, ``agg``, ``report``) goes through here. Returns
+    ``{'best': best.json or None, 'stats': {split: records}}``.
+
+    Checks: the stats files parse (:func:`read_stats`); the train epochs
+    are ``0, 1, ...`` without a gap and the val/test epochs are among them,
+    starting at epoch 0 (always evaluated); with ``last_epoch`` (the
+    checkpoint's, on resume) the train epochs reach it. For a finished seed
+    (``done``, its marker): every file whose SHA-256 the marker recorded is
+    unchanged, ``config.yaml`` carries the marker's fingerprint, the train
+    epochs are the marker's ``epochs``, ``best.json`` exists, is the
+    marker's best epoch and agrees with the stats of that epoch. Raises
+    :class:`SeedFolderError` naming the folder and the file."""
+    stats = {split: read_stats(run_dir, split) for split in _SPLITS}
+    epochs = [r['epoch'] for r in stats['train']]
+    if epochs != list(range(len(epochs))):
+        gap = next(i for i, e in enumerate(epochs) if e != i)
+        raise _damaged(run_dir, 'train/stats.json', f'has no record of epoch {gap} '
+                       f'(its epochs: {_span(epochs)})')
+    if done is not None and isinstance(done.get('epochs'), int) \
+            and len(epochs) != done['epochs']:
+        raise _damaged(run_dir, 'train/stats.json', f'holds {len(epochs)} epoch(s) '
+                       f"but the run finished after {done['epochs']} ('done')")
+    if last_epoch is not None and len(epochs) <= last_epoch:
+        raise _damaged(run_dir, 'train/stats.json', f'ends at epoch '
+                       f'{epochs[-1] if epochs else "(none)"} but the checkpoint '
+                       f'is of epoch {last_epoch}')
+    for split in ('val', 'test'):
+        got = [r['epoch'] for r in stats[split]]
+        name = f'{split}/stats.json'
+        if os.path.exists(os.path.join(run_dir, name)) and epochs and \
+                (not got or got[0] != 0):
+            raise _damaged(run_dir, name, 'has no record of epoch 0 (the first '
+                           'epoch is always evaluated)')
+        extra = sorted(set(got) - set(epochs))
+        if extra:
+            raise _damaged(run_dir, name, f'has epochs that train/stats.json does '
+                           f'not have: {_span(extra)}')
+    best = read_best(run_dir)
+    if done is not None:
+        if best is None and done.get('best_epoch') is not None:
+            raise _damaged(run_dir, 'best.json', 'is missing')
+    if best is not None:
+        if done is not None and done.get('best_epoch') is not None \
+                and best['epoch'] != done['best_epoch']:
+            raise _damaged(run_dir, 'best.json', f"is of epoch {best['epoch']} but "
+                           f"'done' records the best epoch {done['best_epoch']}")
+        for split in _SPLITS:
+            at = [r for r in stats[split] if r['epoch'] == best['epoch']]
+            mine = best.get(split)
+            if at and isinstance(mine, dict) and any(
+                    k in at[0] and at[0][k] != v for k, v in mine.items()
+                    if k != 'epoch'):
+                raise _damaged(run_dir, 'best.json', f'{split} values differ from '
+                               f"{split}/stats.json at epoch {best['epoch']}")
+    if done is not None:
+        recorded = done.get('files')
+        if isinstance(recorded, dict):
+            for name, digest in sorted(recorded.items()):
+                now = file_digest(os.path.join(run_dir, name))
+                if now != digest:
+                    raise _damaged(run_dir, name, 'is missing' if now is None else
+                                   'was changed after the run finished (its '
+                                   "SHA-256 differs from the one in 'done')")
+        fp = done.get('fingerprint')
+        if fp:
+            first = ''
+            try:
+                with open(os.path.join(run_dir, 'config.yaml'), encoding='utf-8') as f:
+                    first = f.readline().strip()
+            except (OSError, UnicodeDecodeError):
+                pass
+            if first != f'# fingerprint: {fp}':
+                raise _damaged(run_dir, 'config.yaml', 'does not carry the '
+                               f"fingerprint {fp} recorded in 'done' (edited or "
+                               'replaced after the run finished)')
+    return {'best': best, 'stats': stats}
+
+
+def _span(epochs: List[int]) -> str:
+    if not epochs:
+        return 'none'
+    if epochs == list(range(epochs[0], epochs[-1] + 1)):
+        return f'{epochs[0]}-{epochs[-1]}' if len(epochs) > 1 else str(epochs[0])
+    return ', '.join(map(str, epochs[:8])) + (' ...' if len(epochs) > 8 else '')

@@ -35,7 +35,90 @@ def write_seed(root, seed, accs, best_epoch, done=True, fingerprint=None, identi
         marker = {'epochs': len(accs)}
         if fingerprint:
             marker.update(fingerprint=fingerprint, identity=identity or {})
+            (run / 'config.yaml').write_text(f'# fingerprint: {fingerprint}\nseed: {seed}\n')
         (run / 'done').write_text(json.dumps(marker))
+
+
+def _edit(path, text):
+    path.write_text(text)
+
+
+def _seal(run):
+    """Record the files' SHA-256 in ``done``, as a finished run does."""
+    from graphgps_ext.seed_folder import file_digests
+    marker = json.loads((run / 'done').read_text())
+    marker['files'] = file_digests(str(run))
+    marker['best_epoch'] = json.loads((run / 'best.json').read_text())['epoch']
+    (run / 'done').write_text(json.dumps(marker))
+
+
+# (id, damage(seed folder), the file named, words of the message)
+DAMAGES = [
+    ('stats-emptied', lambda r: _edit(r / 'train' / STATS_FILE, ''),
+     'train/stats.json', 'holds 0 epoch(s) but the run finished after 3'),
+    ('stats-epochs-4-7', lambda r: _edit(r / 'train' / STATS_FILE, ''.join(
+        json.dumps({'epoch': e, 'accuracy': 0.5}) + '\n' for e in (1, 2))),
+     'train/stats.json', 'has no record of epoch 0'),
+    ('stats-garbage-line', lambda r: _edit(r / 'val' / STATS_FILE,
+                                           'not json\n{"epoch": 1}\n'),
+     'val/stats.json', 'line 1 is not JSON'),
+    ('stats-repeated-epoch', lambda r: _edit(r / 'test' / STATS_FILE, ''.join(
+        json.dumps({'epoch': e}) + '\n' for e in (0, 1, 1))),
+     'test/stats.json', 'repeats or goes back to epoch 1'),
+    ('stats-no-epoch', lambda r: _edit(r / 'train' / STATS_FILE, '[1, 2]\n'),
+     'train/stats.json', 'not a stats record'),
+    ('best-garbage', lambda r: _edit(r / 'best.json', '{"epoch": 1, "metric'),
+     'best.json', 'is not valid JSON'),
+    ('best-not-a-record', lambda r: _edit(r / 'best.json', '[1, 2, 3]'),
+     'best.json', 'not a best-epoch record'),
+    ('best-deleted', lambda r: (r / 'best.json').unlink(), 'best.json', 'is missing'),
+    ('best-other-epoch', lambda r: _edit(r / 'best.json', json.dumps(
+        {'epoch': 0, 'metric': 'accuracy', 'val': {'accuracy': 0.5}})),
+     'best.json', "is of epoch 0 but 'done' records the best epoch 1"),
+    ('config-edited', lambda r: _edit(r / 'config.yaml', '# fingerprint: aaaa\nseed: 7\n'),
+     'config.yaml', 'was changed after the run finished'),
+    ('config-deleted', lambda r: (r / 'config.yaml').unlink(), 'config.yaml', 'is missing'),
+]
+
+
+@pytest.mark.parametrize('damage,name,words', [d[1:] for d in DAMAGES],
+                         ids=[d[0] for d in DAMAGES])
+def test_a_damaged_seed_is_refused_naming_seed_and_file(tmp_path, capsys, damage, name,
+                                                        words):
+    root = tmp_path / 'quick'
+    for seed in (0, 1):
+        write_seed(root, seed, [0.5, 0.7, 0.6], 1, fingerprint='aaaa')
+        _seal(root / str(seed))
+    damage(root / '1')
+    assert main([str(root)]) == 2
+    err = capsys.readouterr().err
+    assert f"seed folder {root / '1'}: {name}" in err and words in err, err
+    assert 'Traceback' not in err and not (root / 'agg').exists()
+
+
+def test_checks_without_recorded_digests(tmp_path):
+    """A marker of an older version (no digests): the files still parse,
+    epochs are contiguous and agree with 'done', best.json with the stats."""
+    from graphgps_ext.seed_folder import SeedFolderError
+    root = tmp_path / 'old'
+    write_seed(root, 0, [0.5, 0.7, 0.6], 1, fingerprint='aaaa')
+    assert aggregate(str(root))['used'] == [0]
+    best = json.loads((root / '0' / 'best.json').read_text())
+    best['test']['accuracy'] = 0.99  # hand-edited result
+    (root / '0' / 'best.json').write_text(json.dumps(best))
+    with pytest.raises(SeedFolderError, match='test values differ from test/stats.json'):
+        aggregate(str(root))
+
+
+def test_a_symlinked_seed_folder_is_counted_once(tmp_path, capsys):
+    root = tmp_path / 'quick'
+    write_seed(root, 0, [0.5, 0.7, 0.6], 1)
+    write_seed(root, 1, [0.4, 0.8, 0.9], 2)
+    os.symlink(root / '1', root / '2')
+    assert main([str(root)]) == 0
+    out = capsys.readouterr().out
+    assert '2 seed(s) aggregated [0, 1]' in out
+    assert 'counted once (a second name of a seed folder): 2 (the same folder as 1)' in out
 
 
 def test_mean_std_at_best_epochs_and_unfinished_seed(tmp_path, capsys):
@@ -78,9 +161,9 @@ def test_mean_std_at_best_epochs_and_unfinished_seed(tmp_path, capsys):
 def test_nothing_to_aggregate(tmp_path, capsys):
     root = tmp_path / 'empty'
     root.mkdir()
-    assert main([str(root)]) == 1
+    assert main([str(root)]) == 2
     assert 'no finished seed' in capsys.readouterr().out
-    assert main([str(tmp_path / 'absent')]) == 1
+    assert main([str(tmp_path / "absent")]) == 2
 
 
 def test_nothing_new_leaves_agg_as_it_was(tmp_path, capsys):
@@ -89,7 +172,7 @@ def test_nothing_new_leaves_agg_as_it_was(tmp_path, capsys):
     assert main([str(root)]) == 0
     best = (root / 'agg' / 'test' / 'best.json').read_text()
     (root / '0' / 'done').unlink()  # the seed is no longer finished
-    assert main([str(root)]) == 1
+    assert main([str(root)]) == 2
     assert 'agg left as it was' in capsys.readouterr().out
     assert (root / 'agg' / 'test' / 'best.json').read_text() == best
 

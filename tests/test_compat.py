@@ -146,6 +146,25 @@ def test_dry_run_builds_the_authors_parameter_count(rel):
     assert PUBLISHED[rel] - result.params == size(result.cfg), \
         f"{rel}: {result.params:,} parameters, the authors' code builds " \
         f'{PUBLISHED[rel]:,}' + (f' (expected difference: {why})' if why else '')
+    # --dry-run prints the authors' count beside ours, with the reasons.
+    theirs, reasons = compat.authors_count(result.translation, result.cfg, result.params)
+    assert theirs == PUBLISHED[rel] and bool(reasons) == (rel in DIFFERENCES)
+
+
+@needs_fixtures
+@pytest.mark.parametrize('rel,lines', [
+    ('csa/zinc-CSA+RWSE.yaml', ["parameters: 346,245",
+                                "the CSA authors' code builds 347,557 parameters from this "
+                                'file (+1,312', '+1,280: norm1_local', "+32: the padding row"]),
+    ('csa/zinc-CSA+Rings.yaml', ["builds 347,685 parameters", '-32: the pair encoder here']),
+    ('graphgps/zinc-GPS+RWSE.yaml', ["parameters: 423,717", "the GraphGPS authors' code builds "
+                                     'the same modules: 423,717 parameters']),
+])
+def test_dry_run_prints_the_authors_count_and_why_it_differs(rel, lines, capsys):
+    assert run_main('--cfg', fixture(rel), '--dry-run') == 0
+    out = capsys.readouterr().out
+    for line in lines:
+        assert line in out, out
 
 
 @pytest.mark.parametrize('rel', cases([r for r in FIXTURES if r not in PUBLISHED]))

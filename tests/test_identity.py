@@ -49,6 +49,10 @@ def test_seed_status(tmp_path):
     assert ident.seed_status(str(run_dir), me).state == 'unfinished'
     (run_dir / 'done').write_text(json.dumps(
         {'fingerprint': ident.fingerprint(me), 'identity': me}))
+    damaged = ident.seed_status(str(run_dir), me)  # config.yaml of another run
+    assert damaged.state == 'damaged' and 'config.yaml does not carry the fingerprint' \
+        in damaged.describe()
+    (run_dir / 'config.yaml').write_text(f'# fingerprint: {ident.fingerprint(me)}\nx: 1\n')
     assert ident.seed_status(str(run_dir), me).state == 'complete'
     other = _ident('optim.base_lr', '0.001')
     status = ident.seed_status(str(run_dir), other)

@@ -31,6 +31,18 @@ SMALL = ['dataset.tree_depth', '2', 'dataset.max_graphs', '0',
          'optim.max_epoch', '10']
 
 
+def overriding(opts, *pairs):
+    """``opts`` with the ``KEY VALUE`` ``pairs`` set (replaced where ``opts``
+    has the key: main.py refuses a key given twice)."""
+    opts = list(opts)
+    for key, value in zip(pairs[0::2], pairs[1::2]):
+        if key in opts[0::2]:
+            opts[opts[0::2].index(key) * 2 + 1] = value
+        else:
+            opts += [key, value]
+    return opts
+
+
 def env(home):
     # No W&B variables from this process (an in-process wandb run of another
     # test exports e.g. its service address): a clean, key-less environment.
@@ -190,8 +202,8 @@ def in_process(monkeypatch):
 def test_kill_9_during_training_then_resume_equals_uninterrupted(work):
     """SIGKILL (no handler runs) after a few epochs; the resumed seed's stats
     equal those of an uninterrupted run started beside it."""
-    long = [*SMALL, 'optim.max_epoch', '60', 'dataset.dir', str(work / 'datasets'),
-            'run_name', 'quick']
+    long = overriding(SMALL, 'optim.max_epoch', '60', 'dataset.dir', str(work / 'datasets'),
+                      'run_name', 'quick')
     ref = subprocess.Popen(main_cmd(work / 'quick.yaml', *long, 'out_dir', 'ref'),
                            cwd=work, env=env(work), stdout=subprocess.DEVNULL,
                            stderr=subprocess.DEVNULL)
@@ -242,8 +254,8 @@ def test_failed_start_and_stale_seed_leave_a_finished_seed_untouched(
     assert in_process(['--cfg', str(work / 'quick.yaml'), *base]) == 0
     assert 'is done (complete: same config); skipped' in capsys.readouterr().out
     # another lr: stale, named, skipped
-    assert in_process(['--cfg', str(work / 'quick.yaml'), *base,
-                       'optim.base_lr', '0.005']) == 0
+    assert in_process(['--cfg', str(work / 'quick.yaml'),
+                       *overriding(base, 'optim.base_lr', '0.005')]) == 0
     out = capsys.readouterr().out
     assert 'is done (stale: optim.base_lr 0.01 -> 0.005); skipped' in out
     assert 'Pass --overwrite' in out
@@ -260,8 +272,11 @@ def test_failed_start_and_stale_seed_leave_a_finished_seed_untouched(
     assert snapshot(run) == before
 
 
+@pytest.mark.parametrize('call,named', [('open', 'io.open'), ('system', 'posix.system')])
 def test_crafted_checkpoint_exits_6_without_running_it(three_seeds, in_process,
-                                                       capsys, tmp_path):
+                                                       capsys, tmp_path, call, named):
+    """Whatever the global (torch names a blocked module in other words), the
+    zip checkpoint is refused with exit 6, never skipped for last.prev.pt."""
     work, _ = three_seeds
     out = tmp_path / 'out'
     shutil.copytree(work / 'full' / 'quick' / '1', out / 'quick' / '1')
@@ -270,6 +285,8 @@ def test_crafted_checkpoint_exits_6_without_running_it(three_seeds, in_process,
 
     class CreatesFile:
         def __reduce__(self):
+            if call == 'system':
+                return os.system, (f'touch {marker}',)
             return open, (str(marker), 'w')
 
     import torch
@@ -279,22 +296,76 @@ def test_crafted_checkpoint_exits_6_without_running_it(three_seeds, in_process,
                      'dataset.dir', str(work / 'datasets'), 'run_name', 'quick',
                      'out_dir', str(out), 'train.auto_resume', 'True'])
     err = capsys.readouterr().err
-    assert rc == 6 and 'refused to load' in err and 'asks for io.open' in err
+    assert rc == 6 and 'refused to load' in err and f'asks for {named}' in err
     assert not marker.exists()
 
 
+def _empty(path):
+    path.write_text('')
+
+
+@pytest.mark.parametrize('damage,finished,words', [
+    (lambda d: _empty(d / 'train' / 'stats.json'), False,
+     'cannot resume: seed folder {d}: train/stats.json ends at epoch (none) but the '
+     'checkpoint is of epoch'),
+    (lambda d: _empty(d / 'val' / 'stats.json'), True,
+     'seed folder {d}: val/stats.json has no record of epoch 0'),
+    (lambda d: (d / 'best.json').write_text('garbage'), True,
+     'seed folder {d}: best.json is not valid JSON'),
+    (lambda d: (d / 'config.yaml').write_text(
+        (d / 'config.yaml').read_text().replace('base_lr: 0.01', 'base_lr: 0.02')), True,
+     'seed folder {d}: config.yaml was changed after the run finished'),
+], ids=['resume-emptied-stats', 'skip-emptied-val', 'skip-garbage-best', 'skip-edited-config'])
+def test_a_damaged_seed_folder_is_refused_at_start(three_seeds, in_process, capsys,
+                                                   tmp_path, damage, finished, words):
+    """Resume and the skip check read the seed folder through one checked
+    reader: exit 2 naming the seed folder and the file, nothing trained."""
+    work, _ = three_seeds
+    out = tmp_path / 'out'
+    shutil.copytree(work / 'full' / 'quick' / '1', out / 'quick' / '1')
+    seed_dir = out / 'quick' / '1'
+    if not finished:
+        os.remove(seed_dir / 'done')  # unfinished: resumable
+    damage(seed_dir)
+    before = sorted(os.listdir(seed_dir))
+    rc = in_process(['--cfg', str(work / 'quick.yaml'), '--seeds', '1', *SMALL,
+                     'dataset.dir', str(work / 'datasets'), 'run_name', 'quick',
+                     'out_dir', str(out), 'train.auto_resume', 'True'])
+    err = capsys.readouterr().err
+    assert rc == 2 and words.format(d=seed_dir) in err, err
+    assert sorted(os.listdir(seed_dir)) == before
+
+
 def test_unwritable_results_exit_4_with_the_resume_command(work, in_process,
-                                                           capsys, tmp_path):
+                                                           capsys, tmp_path, monkeypatch):
+    import errno
+    real = os.open
+
+    def read_only(path, *args, **kwargs):  # root writes anywhere: simulate it
+        if str(path).endswith('/lock'):
+            raise OSError(errno.EROFS, 'Read-only file system', str(path))
+        return real(path, *args, **kwargs)
+
+    monkeypatch.setattr(os, 'open', read_only)
+    out = tmp_path / 'results'
+    rc = in_process(['--cfg', str(work / 'quick.yaml'), *SMALL,
+                     'dataset.dir', str(work / 'datasets'), 'out_dir', str(out)])
+    err = capsys.readouterr().err
+    assert rc == 4, err
+    assert f'could not write {out}/quick/0/lock: Read-only file system' in err
+    assert 'then continue with: python main.py --cfg' in err
+    assert 'train.auto_resume True' in err and 'Traceback' not in err
+
+
+def test_results_below_a_file_exit_2_at_start(work, in_process, capsys, tmp_path):
     blocker = tmp_path / 'a-file'
     blocker.write_text('not a folder\n')
     rc = in_process(['--cfg', str(work / 'quick.yaml'), *SMALL,
-                     'dataset.dir', str(work / 'datasets'),
+                     'dataset.dir', str(tmp_path / 'no-data-read'),
                      'out_dir', str(blocker / 'results')])
     err = capsys.readouterr().err
-    assert rc == 4, err
-    assert f'could not write {blocker}/results/quick/0/lock: Not a directory' in err
-    assert 'then continue with: python main.py --cfg' in err
-    assert 'train.auto_resume True' in err and 'Traceback' not in err
+    assert rc == 2 and f"out_dir '{blocker}/results' lies below the file {blocker}" in err
+    assert not (tmp_path / 'no-data-read').exists()  # refused before any data
 
 
 @pytest.mark.parametrize('argv, message', [

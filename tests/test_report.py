@@ -111,9 +111,11 @@ def _write_seed(root, name, seed, test_metric, epochs=5, done=True, metric='mae'
     for split in ('train', 'val', 'test'):
         (d / split).mkdir(parents=True)
         with open(d / split / STATS_FILE, 'w') as f:
-            for e in range(epochs):
+            for e in range(epochs):  # the best (last) epoch's record is best.json's
                 f.write(json.dumps({'epoch': e, 'loss': 1.0 / (e + 1) + 0.01 * seed,
-                                    metric: test_metric + 0.1 * (epochs - e)}) + '\n')
+                                    metric: test_metric + 0.1 * (epochs - e)}
+                                   if e < epochs - 1 else
+                                   {'epoch': e, 'loss': 0.1, metric: test_metric}) + '\n')
     best = {'epoch': epochs - 1, 'metric': metric, 'mode': 'min', 'split': 'val',
             'value': test_metric}
     for split in ('train', 'val', 'test'):

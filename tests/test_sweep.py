@@ -64,6 +64,11 @@ if 'fail' in name:
     sys.exit(3)
 os.makedirs(out, exist_ok=True)
 fp, ident = json.loads(os.environ.get('FAKE_FPS', '{}')).get(cfg, [None, {}])
+os.makedirs(os.path.join(out, 'train'), exist_ok=True)  # what a finished run holds
+with open(os.path.join(out, 'train', 'stats.json'), 'w') as f:
+    f.write('{"epoch": 0}\n')
+with open(os.path.join(out, 'config.yaml'), 'w') as f:
+    f.write(f'# fingerprint: {fp}\n')
 with open(os.path.join(out, 'done'), 'w') as f:
     json.dump({'epochs': 1, 'fingerprint': fp, 'identity': ident}, f)
 '''
@@ -164,7 +169,9 @@ def done(root, folder, seed, config, *overrides):
     """A finished seed of ``config`` run with ``overrides``."""
     t = resolve(config, list(overrides))
     d = root / folder / str(seed)
-    d.mkdir(parents=True, exist_ok=True)
+    (d / 'train').mkdir(parents=True, exist_ok=True)
+    (d / 'train' / 'stats.json').write_text('{"epoch": 0}\n')  # as a finished run
+    (d / 'config.yaml').write_text(f'# fingerprint: {t.fingerprint}\n')
     (d / 'done').write_text(json.dumps({'epochs': 1, 'fingerprint': t.fingerprint,
                                         'identity': t.identity}))
     return t
@@ -237,6 +244,16 @@ def test_stale_seeds_are_named_and_rerun_only_when_asked(ws):
     _, out = ws('--dry-run', '--seeds', '1', 'configs/geaet/zinc.yaml', '--',
                 'optim.base_lr', '0.001')
     assert 'stale: finished without a recorded fingerprint' in out
+
+
+def test_a_damaged_finished_seed_is_reported_and_rerun_on_request(ws):
+    done(ws.root, 'results/geaet-zinc', 1, 'configs/geaet/zinc.yaml')
+    (ws.root / 'results' / 'geaet-zinc' / '1' / 'train' / 'stats.json').write_text('')
+    _, out = ws('--dry-run', '--seeds', '1', 'configs/geaet/zinc.yaml')
+    assert '# skip geaet-zinc seed 1 (damaged: seed folder' in out
+    assert 'train/stats.json holds 0 epoch(s)' in out and not _runs(out)
+    _, out = ws('--dry-run', '--seeds', '1', '--rerun-stale', 'configs/geaet/zinc.yaml')
+    assert [r for r in _runs(out) if '--overwrite seed 1' in r]
 
 
 def test_dry_run_globs_seeds_overrides(ws):

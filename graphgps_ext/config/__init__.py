@@ -8,7 +8,8 @@ explicitly in :mod:`graphgps_ext.register`.  A group module declares its keys
 - :func:`choices`: the allowed values of an enumerated key (a bad value gets
   the closest valid ones, compared case-insensitively);
 - :func:`probability`, :func:`positive`, :func:`non_negative`,
-  :func:`bounded`: the range of a numeric key;
+  :func:`bounded`: the range of a numeric key; :func:`at_most`: a sane upper
+  bound on a size or count;
 - :func:`rule`: a check across keys (e.g. heads must divide the width);
 - :func:`ignored`: a key that another key makes ineffective (e.g.
   ``gea.num_slots`` under ``gea.parity_slots_eq_head_dim``): setting it to a
@@ -117,6 +118,15 @@ def non_negative(*keys: str):
     """Declare keys that must be >= 0."""
     for key in keys:
         bounded(key, lambda v: v >= 0, '>= 0')
+
+
+def at_most(limit: int, *keys: str):
+    """Declare a sane upper bound on sizes and counts (layers, widths,
+    heads, batch sizes, epochs): a mistyped value (``gt.layers
+    1000000000000``) is refused at start, naming the key, instead of
+    allocating until the machine runs out of memory."""
+    for key in keys:
+        bounded(key, lambda v, m=limit: v <= m, f'at most {limit:,}')
 
 
 def rule(fn: Callable[[CfgNode], Optional[str]]):
@@ -322,6 +332,103 @@ def check_values(cfg: CfgNode):
         raise ConfigError(errors[0])
 
 
+#: Bounds on a config file's node tree once YAML aliases are expanded (a
+#: config has a few hundred nodes): a few nested aliases (the "billion laughs"
+#: file) would otherwise expand to billions of values.
+YAML_MAX_NODES = 100_000
+YAML_MAX_DEPTH = 64
+
+
+def _duplicate_key_error(loader, node, prefix: str = '') -> Optional[str]:
+    """The first key given twice in one mapping under ``node`` (YAML keeps
+    the last silently), named with its dotted path and both lines, else
+    ``None``. Keys merged in by ``<<: *anchor`` may be overridden."""
+    if isinstance(node, yaml.SequenceNode):
+        for item in node.value:
+            problem = _duplicate_key_error(loader, item, prefix)
+            if problem:
+                return problem
+    if not isinstance(node, yaml.MappingNode):
+        return None
+    seen: Dict[Any, int] = {}
+    for key_node, value in node.value:
+        if key_node.tag == 'tag:yaml.org,2002:merge':
+            continue
+        key = loader.construct_object(key_node, deep=True) \
+            if isinstance(key_node, yaml.ScalarNode) else id(key_node)
+        line = key_node.start_mark.line + 1
+        if key in seen:
+            lines = f'line {line}' if line == seen[key] else \
+                f'lines {seen[key]} and {line}'
+            return (f"key '{prefix}{key}' is given twice ({lines}): YAML would "
+                    'silently keep the second and drop the first; merge the two '
+                    'into one')
+        seen[key] = line
+        problem = _duplicate_key_error(loader, value, f'{prefix}{key}.')
+        if problem:
+            return problem
+    return None
+
+
+def _yaml_size_error(root) -> Optional[str]:
+    """Why the node graph under ``root`` is too large once aliases are
+    expanded (more than :data:`YAML_MAX_NODES` nodes, deeper than
+    :data:`YAML_MAX_DEPTH`, or an alias inside its own anchor), else ``None``.
+    Linear in the file: each distinct node is sized once."""
+    size: Dict[int, int] = {}
+    depth: Dict[int, int] = {}
+    open_ = set()
+    stack = [(root, False)]
+    while stack:
+        node, done = stack.pop()
+        children = []
+        if isinstance(node, yaml.SequenceNode):
+            children = node.value
+        elif isinstance(node, yaml.MappingNode):
+            children = [n for pair in node.value for n in pair]
+        if done:
+            open_.discard(id(node))
+            size[id(node)] = 1 + sum(size[id(c)] for c in children)
+            depth[id(node)] = 1 + max((depth[id(c)] for c in children), default=0)
+            line = node.start_mark.line + 1
+            if size[id(node)] > YAML_MAX_NODES:
+                return (f'its aliases expand to more than {YAML_MAX_NODES:,} values '
+                        f'(from line {line}); a config has a few hundred')
+            if depth[id(node)] > YAML_MAX_DEPTH:
+                return (f'it nests deeper than {YAML_MAX_DEPTH} levels (from line '
+                        f'{line}); a config has groups of keys, two or three deep')
+            continue
+        if id(node) in size:
+            continue
+        if id(node) in open_:
+            return (f'the value anchored at line {node.start_mark.line + 1} holds an '
+                    'alias to itself (a recursive alias)')
+        open_.add(id(node))
+        stack.append((node, True))
+        stack.extend((c, False) for c in children if id(c) not in size)
+    return None
+
+
+def _load_yaml(stream, path: str):
+    """The document in ``stream``, read by PyYAML's safe loader (no Python
+    objects, no code), refused with :class:`ConfigError` when its aliases
+    expand beyond the bounds or a mapping gives a key twice."""
+    loader = getattr(yaml, 'CSafeLoader', yaml.SafeLoader)(stream)
+    try:
+        node = loader.get_single_node()
+        if node is None:
+            return None
+        problem = _yaml_size_error(node)
+        if problem:
+            raise ConfigError(f"config file '{path}' is refused: {problem}")
+        problem = _duplicate_key_error(loader, node)
+        if problem:
+            raise ConfigError(f"config file '{path}': {problem}")
+        return loader.construct_document(node)
+    finally:
+        loader.dispose()
+
+
 def read_yaml(path: str) -> dict:
     """The mapping of a YAML config file, read with a safe loader (no Python
     objects, no code). Raises :class:`ConfigError` for anything that is not a
@@ -335,10 +442,9 @@ def read_yaml(path: str) -> dict:
         raise ConfigError(f"config file '{path}' is a directory, not a YAML file")
     if not os.path.isfile(path):
         raise ConfigError(f"config file '{path}' does not exist")
-    loader = getattr(yaml, 'CSafeLoader', yaml.SafeLoader)
     try:
         with open(path, encoding='utf-8') as f:
-            data = yaml.load(f, Loader=loader)
+            data = _load_yaml(f, path)
     except UnicodeDecodeError as err:
         raise ConfigError(f"config file '{path}' is not UTF-8 text ({err.reason} "
                           f'at byte {err.start})') from None
@@ -454,6 +560,24 @@ def merge_data(cfg: CfgNode, data: dict, path: str) -> List[str]:
     return keys
 
 
+def check_overrides(opts: Sequence[str]):
+    """Refuse a user's ``KEY VALUE`` overrides that are not pairs or that
+    give a key twice (the last would silently win). Callers that append
+    their own keys (``seed`` per seed) merge with :func:`merge_list`, where
+    the last value wins."""
+    opts = list(opts)
+    if len(opts) % 2:
+        raise ConfigError(f'overrides must come in KEY VALUE pairs, got {opts}')
+    given: Dict[str, str] = {}
+    for key, value in zip(opts[0::2], opts[1::2]):
+        if key in given:
+            raise ConfigError(
+                f"config key '{key}' is given twice on the command line "
+                f'({given[key]!r} and {value!r}): the last would silently win; '
+                'give it once')
+        given[key] = value
+
+
 def merge_list(cfg: CfgNode, opts: Optional[Sequence[str]]) -> List[str]:
     """Merge ``KEY VALUE`` overrides, rejecting unknown keys clearly; returns
     the keys."""
@@ -527,12 +651,42 @@ def _ineffective(cfg: CfgNode, defaults: CfgNode):
             yield key, value, dec, used
 
 
+def effective_values(cfg: CfgNode, defaults: CfgNode) -> Dict[str, Any]:
+    """``{key: the value the run uses}`` of every key set to a value that a
+    declaration of :func:`ignored` makes ineffective (e.g. ``mna.hops`` on a
+    config without an MNA branch)."""
+    return {key: used for key, _, _, used in _ineffective(cfg, defaults)}
+
+
 def _ineffective_message(key, value, dec, used, cfg, where='') -> str:
     msg = f"'{key}' = {value!r}{where} has no effect: {_text(dec.why, cfg)}"
     if dec.used is not None:
         msg += f' (the run uses {used!r})'
     fix = _text(dec.fix, cfg)
     return msg + f"; remove '{key}'" + (f' or {fix}' if fix else '')
+
+
+def _bound_error(key: str, value, test, requirement: str, where: str) -> Optional[str]:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    if isinstance(value, float) and not math.isfinite(value):
+        requirement = f'a finite number, {requirement}'
+    elif test(value):
+        return None
+    req = '>= 1' if requirement == 'positive' and isinstance(value, int) \
+        else requirement
+    return f"bad value {value!r} for '{key}'{where}: must be {req}"
+
+
+def check_key(key: str, value, where: str) -> Optional[str]:
+    """Why ``value`` is outside a range declared for ``key`` (``where``: how
+    it was given, e.g. ``'from --seeds'``), else ``None``."""
+    for k, test, requirement in _BOUNDS:
+        problem = _bound_error(k, value, test, requirement, f' ({where})') \
+            if k == key else None
+        if problem:
+            return problem
+    return None
 
 
 def validate(cfg: CfgNode, defaults: CfgNode, sources: Dict[str, str]):
@@ -551,14 +705,10 @@ def validate(cfg: CfgNode, defaults: CfgNode, sources: Dict[str, str]):
 
     errors = _choice_errors(cfg)
     for key, test, requirement in _BOUNDS:
-        value = get_key(cfg, key, None)
-        if isinstance(value, bool) or not isinstance(value, (int, float)):
-            continue
-        if not test(value) or (isinstance(value, float) and math.isnan(value)):
-            req = '>= 1' if requirement == 'positive' and isinstance(value, int) \
-                else requirement
-            errors.append(f"bad value {value!r} for '{key}'{where(key)}: must be "
-                          f'{req}')
+        problem = _bound_error(key, get_key(cfg, key, None), test, requirement,
+                               where(key))
+        if problem:
+            errors.append(problem)
     for key, instead in _UNUSED.items():
         if key in given:
             errors.append(

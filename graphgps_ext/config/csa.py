@@ -5,7 +5,7 @@ Heads and the attention-dropout rate come from ``gt.n_heads`` and
 ``gt.attn_dropout``; the dense pair features ``E^(0)`` come from the pair
 encoder (group ``pairenc``).
 """
-from graphgps_ext.config import choices, has_branch, ignored, non_negative
+from graphgps_ext.config import at_most, choices, has_branch, ignored, non_negative
 
 
 def csa_cfg(cfg):
@@ -38,6 +38,7 @@ def csa_cfg(cfg):
 
 choices('csa.attn_dropout_mode', ['connection', 'node', 'channel'])
 non_negative('csa.chunk_elems')
+at_most(2 ** 34, 'csa.chunk_elems')
 ignored('csa.*', unless=lambda cfg: has_branch(cfg, 'CSA'),
         why=lambda cfg: f"gt.layer_type '{cfg.gt.layer_type}' has no CSA branch",
         in_file='warn')

@@ -8,7 +8,7 @@ random splits, used where a dataset has no standard split). The task keys
 below default to ``'auto'`` = derived from the dataset
 (:mod:`graphgps_ext.task` documents the convention).
 """
-from graphgps_ext.config import bounded, choices, ignored, non_negative, rule, unused
+from graphgps_ext.config import at_most, bounded, choices, ignored, non_negative, rule, unused
 
 
 def dataset_cfg(cfg):
@@ -71,6 +71,7 @@ choices('dataset.task_type', ['auto', 'regression', 'classification',
                               'sequence'])
 choices('dataset.tree_variant', ['mlpmixer', 'bottleneck'])
 non_negative('dataset.max_graphs', 'dataset.code2_max_nodes')
+at_most(10 ** 6, 'dataset.num_outputs', 'dataset.max_degree')
 bounded('dataset.tree_depth', lambda v: 2 <= v <= 8, 'in 2..8')
 bounded('dataset.max_degree', lambda v: v >= -1,
         '-1 (= the largest degree) or >= 0')

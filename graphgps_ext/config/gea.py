@@ -4,7 +4,7 @@ Defaults follow the GEAET paper (eq. 2-5). The ``parity_*`` switches reproduce
 the authors' public code where it differs from the paper; they are
 off by default.
 """
-from graphgps_ext.config import (choices, has_branch, ignored, positive,
+from graphgps_ext.config import (at_most, choices, has_branch, ignored, positive,
                                  rule)
 
 
@@ -46,6 +46,8 @@ def gea_cfg(cfg):
 choices('gea.shared_width', ['full', 'head'])
 choices('gea.edge_norm', ['batch', 'layer', 'none'])
 positive('gea.n_heads', 'gea.num_slots')
+at_most(1024, 'gea.n_heads')
+at_most(2 ** 16, 'gea.num_slots')
 
 
 def _gea(cfg) -> bool:

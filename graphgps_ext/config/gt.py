@@ -7,7 +7,7 @@ specific options live in the config group each branch declares there
 (``gea``, ``csa``, ``mna``, ``gtlayer``, ``mpnn``).
 """
 from graphgps_ext import branches
-from graphgps_ext.config import (choices, has_branch, ignored, positive,
+from graphgps_ext.config import (at_most, choices, has_branch, ignored, positive,
                                  probability, rule, unused, volatile)
 
 
@@ -57,6 +57,10 @@ choices('gt.act', ['relu', 'gelu', 'elu', 'leaky_relu', 'silu', 'tanh'])
 volatile('gt.fused_attention')
 
 positive('gt.layers', 'gt.dim_hidden', 'gt.n_heads', 'gt.ffn_mult')
+at_most(1000, 'gt.layers')
+at_most(2 ** 16, 'gt.dim_hidden')
+at_most(1024, 'gt.n_heads')
+at_most(64, 'gt.ffn_mult')
 probability('gt.dropout', 'gt.attn_dropout')
 
 

@@ -13,7 +13,7 @@ always has three Linear layers of halving width; its exact equivalent is
 ``head.layers: 3, head.width: halving`` (``halving`` is what ``auto`` picks
 for the graph heads).
 """
-from graphgps_ext.config import bounded, choices, ignored, positive, probability
+from graphgps_ext.config import at_most, bounded, choices, ignored, positive, probability
 
 
 def head_cfg(cfg):
@@ -68,6 +68,8 @@ probability('head.dropout')
 bounded('head.layers', lambda v: v == -1 or v >= 1,
         '-1 (= gnn.layers_post_mp) or >= 1')
 positive('head.link_num_neg')
+at_most(100, 'head.layers', 'gnn.layers_post_mp')
+at_most(10_000, 'head.link_num_neg')
 ignored('gnn.layers_post_mp', unless=lambda cfg: cfg.head.layers == -1,
         why=lambda cfg: f'head.layers is {cfg.head.layers} (gnn.layers_post_mp '
                         'counts the head layers only when head.layers is -1)')

@@ -5,7 +5,7 @@ The number of heads per kernel ``m`` is ``gt.n_heads``; the MNA-GT layer of
 eq. 11-12 is the hybrid layer with ``gt.pre_norm True``, ``gt.norm layer``
 and ``gt.act gelu``.
 """
-from graphgps_ext.config import choices, has_branch, ignored, non_negative
+from graphgps_ext.config import at_most, choices, has_branch, ignored, non_negative
 
 
 def mna_cfg(cfg):
@@ -30,6 +30,8 @@ choices('mna.fusion', ['adaptive', 'sum', 'mean', 'concat'])
 choices('mna.fusion_act', ['tanh', 'sigmoid', 'relu', 'gelu', 'elu',
                            'leaky_relu', 'identity'])
 non_negative('mna.hops', 'mna.head_dim')
+at_most(64, 'mna.hops')
+at_most(2 ** 16, 'mna.head_dim')
 ignored('mna.*', unless=lambda cfg: has_branch(cfg, 'MNA'),
         why=lambda cfg: f"gt.layer_type '{cfg.gt.layer_type}' has no MNA branch",
         in_file='warn')

@@ -22,10 +22,12 @@ from typing import Dict, List, Optional, Tuple
 
 from graphgps_ext import branches
 from graphgps_ext.branches import layer_type_of
-from graphgps_ext.config import (bounded, choices, ignored, non_negative, positive,
+from graphgps_ext.config import (at_most, bounded, choices, ignored, non_negative, positive,
                                  rule, volatile)
 
 PE_NAMES = ('LapPE', 'EquivStableLapPE', 'RWSE')
+#: The most random-walk steps of RWSE and of CSA's relative encoding.
+RWSE_MAX_STEPS = 1000
 
 
 def _eigen(cn, max_freqs: int):
@@ -138,6 +140,12 @@ positive('posenc_LapPE.dim_pe', 'posenc_LapPE.layers', 'posenc_LapPE.n_heads',
          'posenc.blas_threads')
 non_negative('posenc_LapPE.post_layers', 'pairenc.dim_rpe', 'posenc.num_workers')
 bounded('pairenc.ring_max_size', lambda v: v >= 3, '>= 3 (a ring has 3 atoms or more)')
+at_most(2 ** 16, 'posenc_LapPE.dim_pe', 'posenc_RWSE.dim_pe', 'pairenc.dim_rpe')
+at_most(100, 'posenc_LapPE.layers', 'posenc_LapPE.post_layers', 'posenc_RWSE.layers')
+at_most(1024, 'posenc_LapPE.n_heads', 'posenc.num_workers', 'posenc.blas_threads')
+at_most(RWSE_MAX_STEPS, 'pairenc.steps')
+at_most(10_000, 'posenc_LapPE.eigen.max_freqs', 'posenc_EquivStableLapPE.eigen.max_freqs')
+at_most(1000, 'pairenc.ring_max_size')
 
 
 def _selected_pes(cfg) -> List[str]:
@@ -262,6 +270,10 @@ def parse_times(times: List[int], times_func: str = '') -> List[int]:
             raise ValueError(f"kernel.times_func '{times_func}' must look like "
                              "'range(1, 21)'")
         args = [int(a) for a in m.groups() if a is not None]
+        if len(range(*args)) > RWSE_MAX_STEPS:
+            raise ValueError(f"kernel.times_func '{times_func}' gives "
+                             f'{len(range(*args)):,} walk lengths; at most '
+                             f'{RWSE_MAX_STEPS:,}')
         return list(range(*args))
     return [int(t) for t in times]
 

@@ -12,7 +12,7 @@ GraphGym keys reused as they are: ``optim.optimizer``, ``optim.base_lr``,
 """
 import importlib.util
 
-from graphgps_ext.config import (advice, bounded, choices, ignored, non_negative,
+from graphgps_ext.config import (advice, at_most, bounded, choices, ignored, non_negative,
                                  positive, resumable, rule, unused, volatile)
 
 
@@ -129,6 +129,9 @@ non_negative('optim.weight_decay', 'optim.momentum', 'optim.num_warmup_epochs',
              'optim.schedule_patience', 'optim.min_lr',
              'train.early_stop_patience', 'train.batch_size_global',
              'num_workers', 'num_threads')
+at_most(10 ** 7, 'train.batch_size', 'train.batch_size_global')
+at_most(10 ** 6, 'optim.max_epoch', 'optim.num_warmup_epochs')
+at_most(1024, 'num_workers', 'num_threads')
 bounded('optim.reduce_factor', lambda v: 0 < v < 1, 'in (0, 1)')
 bounded('seed', lambda v: 0 <= v < 2 ** 32, 'in 0 .. 2**32 - 1 (a NumPy seed)')
 

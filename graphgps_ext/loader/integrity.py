@@ -14,7 +14,10 @@ construction of such a class (:meth:`ProcessedCache.load`):
    copied file with a new mtime but the same content keeps the cache.
    Processed files built from other raw files, or written without a stamp
    (an interrupted run), are removed, with a warning;
-2. it builds the dataset (PyG processes what is missing) and checks what it
+2. before the dataset class reads the raw files, each pickle or torch file
+   among them is checked to hold plain data only
+   (:mod:`graphgps_ext.loader.safe_pickle`: a crafted pickle could run code);
+   it builds the dataset (PyG processes what is missing) and checks what it
    got (:func:`check_storage`: every stored attribute covers the same graphs,
    slices are consistent, edges point to nodes of their own graph);
 3. only then it writes the stamp (atomically) with the SHA-1 of every
@@ -29,6 +32,7 @@ URL to fetch them from. The processed files of the failed attempt are
 removed, so the next run starts clean.
 """
 import contextlib
+import errno
 import hashlib
 import json
 import logging
@@ -44,6 +48,7 @@ from torch_geometric.data import InMemoryDataset
 from graphgps_ext.files import ResultsWriteError, write_text
 from graphgps_ext.loader.errors import DataCorruptError, DataError
 from graphgps_ext.loader.offline import require_files
+from graphgps_ext.loader.safe_pickle import check_files
 
 STAMP = 'integrity.json'
 LOCK = '.lock'
@@ -334,6 +339,24 @@ class ProcessedCache:
         self._committed = {f: st for f, st in now.items() if f not in changed}
         return bool(self._committed)
 
+    # ---- writable -----------------------------------------------------------
+    def _read_only(self, where: str) -> DataError:
+        return DataError(
+            f'Dataset {self.raw.dataset}: cannot write the processed data into '
+            f'{self.dir} ({where} is read-only or not writable by this user). The '
+            'raw files are fine: make dataset.dir writable, or copy the dataset '
+            "folder to a writable one (e.g. 'cp -r DIR /tmp/data') and point "
+            'dataset.dir there')
+
+    def _check_writable(self):
+        """Refuse (:class:`DataError`) a processed folder that cannot be
+        written before the dataset class tries to."""
+        path = osp.abspath(self.dir)
+        while not osp.exists(path) and osp.dirname(path) != path:
+            path = osp.dirname(path)
+        if not os.access(path, os.W_OK):
+            raise self._read_only(path)
+
     # ---- load ---------------------------------------------------------------
     def load(self, build: Callable[[], Any],
              check: Optional[Callable[[Any], None]] = check_datasets) -> Any:
@@ -343,6 +366,11 @@ class ProcessedCache:
         with _lock(self.dir):
             cached = self._prepare()
             while True:
+                if not cached:  # the dataset class reads its raw files now
+                    problem = check_files(self.raw.required, self.raw.dataset)
+                    if problem:  # found before the dataset class reads the others
+                        raise self.raw.corrupt(problem)
+                    self._check_writable()
                 try:
                     out = build()
                     if check is not None:
@@ -352,6 +380,15 @@ class ProcessedCache:
                         NotImplementedError):  # not the data's fault
                     raise
                 except Exception as err:  # noqa: BLE001 - any failure of the data
+                    # Not the raw files' fault: a folder that cannot be written.
+                    code = getattr(err, 'errno', None)
+                    if code in (errno.EACCES, errno.EPERM, errno.EROFS):
+                        raise self._read_only(getattr(err, 'filename', None)
+                                              or self.dir) from None
+                    if code in (errno.ENOSPC, errno.EDQUOT):
+                        raise DataError(f'Dataset {self.raw.dataset}: cannot write the '
+                                        f'processed data into {self.dir}: '
+                                        f'{err.strerror}. Free some space there') from None
                     problem = (str(err) if isinstance(err, StorageError)
                                else f'{type(err).__name__}: {err}')
                     self._clear()

@@ -19,7 +19,6 @@ real split file but featurises a fraction of the 15,535 molecules (~60 s on
 import ast
 import hashlib
 import os.path as osp
-import pickle
 from typing import TYPE_CHECKING, Dict, List
 
 import numpy as np
@@ -30,6 +29,7 @@ from torch_geometric.data import Data, InMemoryDataset
 from graphgps_ext.loader import splits as split_utils
 from graphgps_ext.loader.errors import DatasetNotFoundError
 from graphgps_ext.loader.integrity import RawFiles
+from graphgps_ext.loader.safe_pickle import load_pickle
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -67,8 +67,7 @@ def md5sum(path: str) -> str:
 
 def read_split(folder: str, name: str) -> Dict[str, Tensor]:
     """The LRGB split pickle: ``{'train', 'val', 'test'}`` -> row indices."""
-    with open(osp.join(folder, VARIANTS[name]['split']), 'rb') as f:
-        raw = pickle.load(f)
+    raw = load_pickle(osp.join(folder, VARIANTS[name]['split']), name)
     return {k: torch.as_tensor(np.asarray(raw[k]), dtype=torch.long)
             for k in split_utils.SPLITS}
 

@@ -21,7 +21,6 @@ the name checks and the task spec known without data derive from there.
 ==========================  ====================================  ===========================================
 """
 import os.path as osp
-import pickle
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, List, Optional
 
@@ -36,6 +35,7 @@ from graphgps_ext.loader import splits as split_utils
 from graphgps_ext.loader import storage
 from graphgps_ext.loader.errors import DataError, DatasetNotFoundError
 from graphgps_ext.loader.integrity import ProcessedCache, RawFiles
+from graphgps_ext.loader.safe_pickle import load_pickle
 from graphgps_ext.loader.offline import (allow_pyg_globals, no_prompt,
                                          torch_load_trusted)
 
@@ -130,8 +130,7 @@ def zinc(cfg) -> Source:
     files.require(cfg)
     if name == 'full' and not osp.exists(osp.join(root, 'full', 'processed',
                                                   'train.pt')):
-        with open(osp.join(raw, 'train.pickle'), 'rb') as f:
-            _check_zinc_full(len(pickle.load(f)), raw)
+        _check_zinc_full(len(load_pickle(osp.join(raw, 'train.pickle'), 'ZINC')), raw)
     cache = ProcessedCache(files, osp.join(root, name, 'processed'))
     parts = cache.load(lambda: _three(
         lambda s: ZINC(root, subset=name == 'subset', split=s)))

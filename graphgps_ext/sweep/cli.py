@@ -235,7 +235,8 @@ def _grid_pairs(args, overrides: List[str], seeds: List[int], say, scratch: Opti
     ``scratch`` (a dry run) the configs are written there instead, and the
     record names the paths they would have."""
     from graphgps_ext.config import closest, flatten, read_yaml
-    from graphgps_ext.run_config import load_cfg
+    from graphgps_ext.identity import effective_fingerprint
+    from graphgps_ext.run_config import default_cfg, load_cfg
     from graphgps_ext.sweep.plan import resolve
     if len(args.configs) != 1 or args.plan:
         raise SweepError('--grid takes exactly one CONFIG (the base) and no --plan')
@@ -269,18 +270,32 @@ def _grid_pairs(args, overrides: List[str], seeds: List[int], say, scratch: Opti
         for old in os.listdir(cfg_dir):  # points of an earlier search of this name
             if old.endswith('.yaml') and old not in names:
                 os.remove(os.path.join(cfg_dir, old))
-    pairs, record = [], []
+    pairs, record, fps = [], [], []
     for p in pts:
         path = os.path.join(scratch or cfg_dir, f'{p.name}.yaml')
         tree = gridlib.point_config(base_yaml, p, out_dir=os.path.join(root, task),
                                     run_name=p.name)
         gridlib.write_yaml(path, tree, f'Point {p.name} of the search {task}: {base} with '
                                        f'{args.grid}\n(python -m graphgps_ext.sweep --grid).')
+        fps.append(effective_fingerprint(load_cfg(path, list(overrides) + ['accelerator', 'cpu']),
+                                         default_cfg()))
+    # Points that build the same run (they differ only in keys without effect) run once.
+    kept, duplicates, no_effect = gridlib.same_runs(pts, fps)
+    for key in no_effect:
+        say(f"# grid key '{key}' has no effect on any point of this config "
+            '(e.g. an option of a branch it does not build): its values give identical runs')
+    for name, same in duplicates.items():
+        os.remove(os.path.join(scratch or cfg_dir, f'{name}.yaml'))
+        say(f'# point {name} is the same run as {same}: run once')
+    for p in kept:
+        path = os.path.join(scratch or cfg_dir, f'{p.name}.yaml')
         pairs.append((path, seeds))
         record.append({'name': p.name, 'config': os.path.join(cfg_dir, f'{p.name}.yaml'),
                        'values': p.values})
     say(f'# search {task}: {len(pts)} of {gridlib.grid_size(grids)} points x {len(seeds)} '
         f'seed(s); configs in {cfg_dir}')
+    if duplicates:
+        say(f'# {len(kept)} distinct run(s): {len(duplicates)} point(s) repeat another')
     run_opts = []
     for k, v in zip(overrides[0::2], overrides[1::2]):
         if k != 'out_dir':

@@ -166,6 +166,36 @@ def points(base: str, grids: Sequence[Sequence[GridKey]], sample: Optional[int] 
     return out
 
 
+def same_runs(pts: Sequence[Point], fingerprints: Sequence[str]
+              ) -> Tuple[List[Point], Dict[str, str], List[str]]:
+    """``(kept, duplicates, no_effect)``: the points that run (the first of
+    each fingerprint, :func:`graphgps_ext.identity.effective_fingerprint`),
+    ``{point name: the kept point it equals}`` for the others, and the grid
+    keys that change no point's run (for every two points that differ in
+    that key only, the fingerprints agree)."""
+    kept, duplicates, first = [], {}, {}
+    for p, fp in zip(pts, fingerprints):
+        if fp in first:
+            duplicates[p.name] = first[fp]
+        else:
+            first[fp] = p.name
+            kept.append(p)
+    keys = list(dict.fromkeys(k for p in pts for k in p.values))
+    no_effect = []
+    for key in keys:
+        groups: Dict[str, set] = {}
+        sizes: Dict[str, int] = {}
+        for p, fp in zip(pts, fingerprints):
+            if key not in p.values:
+                continue
+            rest = repr(sorted((k, repr(v)) for k, v in p.values.items() if k != key))
+            groups.setdefault(rest, set()).add(fp)
+            sizes[rest] = sizes.get(rest, 0) + 1
+        if any(n > 1 for n in sizes.values()) and all(len(g) == 1 for g in groups.values()):
+            no_effect.append(key)
+    return kept, duplicates, no_effect
+
+
 def _set(tree: Dict[str, Any], key: str, value: Any):
     try:
         set_key(tree, key, value)

@@ -168,7 +168,7 @@ class Plan:
             out.append(f'# skip {r.target.name} seed {r.seed} ({r.status.describe()}; '
                        '--rerun-stale reruns it)')
         for r in self.runs:
-            if r.status.state in ('stale', 'complete'):
+            if r.status.state in ('stale', 'complete', 'damaged'):
                 out.append(f'# rerun {r.target.name} seed {r.seed} ({r.status.describe()}; '
                            'replaced: --overwrite)')
             elif r.status.state == 'unfinished':
@@ -209,10 +209,10 @@ def make_plan(pairs: Sequence[Tuple[str, Sequence[int]]], overrides: Sequence[st
             run = Run(target, seed, status)
             if status.state == 'complete' and not force:
                 plan.complete.append(run)
-            elif status.state == 'stale' and not (force or rerun_stale):
-                plan.stale.append(run)
+            elif status.state in ('stale', 'damaged') and not (force or rerun_stale):
+                plan.stale.append(run)  # a damaged seed: reported like a stale one
             else:
-                run.overwrite = status.state in ('complete', 'stale')
+                run.overwrite = status.state in ('complete', 'stale', 'damaged')
                 plan.runs.append(run)
     return plan
 

@@ -110,7 +110,8 @@ def load(path: str, map_location='cpu') -> Dict[str, Any]:
             warnings.simplefilter('ignore')  # e.g. on the pickle protocol
             return torch.load(path, map_location=map_location, weights_only=True)
     except pickle.UnpicklingError as err:
-        found = re.search(r'Unsupported global: GLOBAL ([\w.]+)', str(err))
+        # torch names the global it refused, in words that vary by version.
+        found = re.search(r'GLOBAL ([\w.]+)', str(err))
         if found or _asks_for_objects(path):
             raise UnsafeCheckpointError(path, (
                 f'refused to load {path}: it is not a checkpoint of tensors and '
@@ -141,9 +142,16 @@ def _asks_for_objects(path: str) -> bool:
     import pickletools
     calls = {'GLOBAL', 'STACK_GLOBAL', 'INST', 'OBJ', 'REDUCE', 'NEWOBJ',
              'NEWOBJ_EX', 'BUILD'}
+    import zipfile
     try:
-        with open(path, 'rb') as f:
-            return any(op.name in calls for op, _, _ in pickletools.genops(f))
+        if zipfile.is_zipfile(path):  # torch's zip format: the pickle inside
+            with zipfile.ZipFile(path) as z:
+                name = next(n for n in z.namelist() if n.endswith('/data.pkl'))
+                data = z.read(name)
+        else:
+            with open(path, 'rb') as f:
+                data = f.read()
+        return any(op.name in calls for op, _, _ in pickletools.genops(data))
     except Exception:  # not a pickle at all: corrupt, not crafted
         return False
 

@@ -49,6 +49,21 @@ FILES = {
     'slots.yaml': ('gt:\n  layer_type: GCN+Transformer+GEANet\n  dim_hidden: 64\n'
                    'gea:\n  num_slots: 32\n  parity_slots_eq_head_dim: true\n'),
     'graphgym.yaml': 'gnn:\n  layers_mp: 4\n',
+    # Keys given twice: YAML keeps the last silently.
+    'dup-group.yaml': ('optim:\n  base_lr: 0.003\n  optimizer: adamW\ngt:\n  layers: 2\n'
+                       'optim:\n  max_epoch: 3\n'),
+    'dup-key.yaml': 'gt:\n  layers: 2\n  dim_hidden: 16\n  layers: 3\n',
+    'dup-deep.yaml': ('posenc_LapPE:\n  eigen:\n    max_freqs: 4\n    laplacian_norm: none\n'
+                      '    max_freqs: 8\n'),
+    'dup-flow.yaml': 'gt: {layers: 2, layers: 3}\n',
+    'dup-top-scalar.yaml': 'run_name: a\nseed: 1\nrun_name: b\n',
+    # Aliases: bounded expansion, no recursion.
+    'laughs.yaml': ''.join(
+        f"{c}: &{c} [{', '.join(['*' + p] * 9) if p else ', '.join(['lol'] * 9)}]\n"
+        for p, c in zip([''] + list('abcdefgh'), 'abcdefghi')),
+    'recursive.yaml': 'gt: &a\n  x: *a\n',
+    'deep.yaml': 'gt: ' + '[' * 100 + ']' * 100 + '\n',
+    'two-part.yaml': 'gt:\n  layer_type: GCN+Transformer\n',
 }
 
 # (id, config file, overrides, fragments of the message)
@@ -78,6 +93,18 @@ CASES = [
       'the run uses 16']),
     ('cfg-graphgym-key-in-file', 'graphgym.yaml', [],
      ["'gnn.layers_mp'", 'graphgym.yaml', 'does not read', "use 'gt.layers'"]),
+    ('cfg-duplicate-group', 'dup-group.yaml', [],
+     ['dup-group.yaml', "key 'optim' is given twice (lines 1 and 6)", 'merge the two']),
+    ('cfg-duplicate-key', 'dup-key.yaml', [], ["key 'gt.layers' is given twice (lines 2 and 4)"]),
+    ('cfg-duplicate-deep', 'dup-deep.yaml', [],
+     ["key 'posenc_LapPE.eigen.max_freqs' is given twice (lines 3 and 5)"]),
+    ('cfg-duplicate-flow', 'dup-flow.yaml', [], ["key 'gt.layers' is given twice (line 1)"]),
+    ('cfg-duplicate-top-key', 'dup-top-scalar.yaml', [],
+     ["key 'run_name' is given twice (lines 1 and 3)"]),
+    ('cfg-alias-bomb', 'laughs.yaml', [], ['laughs.yaml', 'is refused', 'aliases expand to more '
+                                           'than 100,000 values']),
+    ('cfg-alias-recursive', 'recursive.yaml', [], ['anchored at line 1', 'recursive alias']),
+    ('cfg-too-deep', 'deep.yaml', [], ['nests deeper than 64 levels']),
     # ---- command line ---------------------------------------------------------
     ('odd-overrides', None, ['optim.max_epoch'], ['KEY VALUE pairs']),
     ('unknown-key', None, ['optim.base_rl', '0.1'],
@@ -115,6 +142,9 @@ CASES = [
     ('eval-period-0', None, ['train.eval_period', '0'], ["'train.eval_period'", '>= 1']),
     ('base-lr-0', None, ['optim.base_lr', '0'], ["bad value 0.0 for 'optim.base_lr'"]),
     ('base-lr-negative', None, ['optim.base_lr', '-0.001'], ["'optim.base_lr'"]),
+    ('base-lr-inf', None, ['optim.base_lr', '1e999'],
+     ["bad value inf for 'optim.base_lr'", 'a finite number']),
+    ('base-lr-nan', None, ['optim.base_lr', "float('nan')"], ["'optim.base_lr'"]),
     ('weight-decay-negative', None, ['optim.weight_decay', '-1'],
      ["'optim.weight_decay'", '>= 0']),
     ('warmup-negative', None, ['optim.num_warmup_epochs', '-1'],
@@ -256,7 +286,39 @@ CASES = [
     ('edge-encoder', None, ['dataset.edge_encoder', 'True', 'dataset.edge_encoder_name', 'bond'],
      ["unknown edge encoder 'bond'", "did you mean 'Bond'"]),
     ('accelerator', None, ['accelerator', 'tpu'], ["bad value 'tpu' for 'accelerator'"]),
+    # ---- sizes: sane upper bounds, the key named --------------------------------
+    ('layers-huge', None, ['gt.layers', '1000000000000'],
+     ["bad value 1000000000000 for 'gt.layers' (on the command line)", 'at most 1,000']),
+    ('dim-hidden-huge', None, ['gt.dim_hidden', '1048576', 'gt.n_heads', '1'],
+     ["'gt.dim_hidden'", 'at most 65,536']),
+    ('heads-huge', None, ['gt.n_heads', '4096'], ["'gt.n_heads'", 'at most 1,024']),
+    ('batch-size-huge', None, ['train.batch_size', '100000000000'],
+     ["'train.batch_size'", 'at most 10,000,000']),
+    ('max-epoch-huge', None, ['optim.max_epoch', '10000000000'], ["'optim.max_epoch'"]),
+    ('ffn-mult-huge', None, ['gt.ffn_mult', '1e9'], ["'gt.ffn_mult'", 'at most 64']),
+    ('gea-slots-huge', None, GEA + ['gea.num_slots', '10000000'], ["'gea.num_slots'"]),
+    ('rwse-dim-huge', None, RWSE + ['posenc_RWSE.dim_pe', '10000000'], ["'posenc_RWSE.dim_pe'"]),
+    ('lappe-freqs-huge', None, ['posenc_LapPE.enable', 'True',
+                                'posenc_LapPE.eigen.max_freqs', '100000000'],
+     ["'posenc_LapPE.eigen.max_freqs'"]),
+    ('rwse-times-huge', None, RWSE + ['posenc_RWSE.kernel.times_func', 'range(1, 10000000000)'],
+     ['posenc_RWSE.kernel', 'walk lengths; at most 1,000']),
+    ('head-layers-huge', None, ['head.layers', '100000'], ["'head.layers'", 'at most 100']),
+    ('mna-hops-huge', None, MNA + ['mna.hops', '100000'], ["'mna.hops'", 'at most 64']),
     ('run-name', None, ['run_name', 'a/b'], ['plain folder name']),
+    ('layer-type-two-parts-in-file', 'two-part.yaml', [],
+     ["gt.layer_type 'GCN+Transformer' has two parts", "'GCN+Transformer+None'"]),
+    # ---- paths: usable folders, checked at start ----------------------------------
+    ('run-name-newline', None, ['run_name', 'a\nb'], ["run_name 'a\\nb'", 'no newline']),
+    ('run-name-too-long', None, ['run_name', 'x' * 300],
+     ['run_name is 300 bytes long', 'at most 255']),
+    ('out-dir-empty', None, ['out_dir', "''"], ['out_dir is empty', 'working directory']),
+    ('dataset-dir-empty', None, ['dataset.dir', "''"], ['dataset.dir is empty']),
+    ('out-dir-is-a-file', None, ['out_dir', 'afile'], ["out_dir 'afile' is a file"]),
+    ('out-dir-below-a-file', None, ['out_dir', 'afile/results'],
+     ["out_dir 'afile/results' lies below the file"]),
+    ('dataset-dir-is-a-file', None, ['dataset.dir', 'afile'],
+     ["dataset.dir 'afile' is a file", 'ZINC/raw/']),
 ]
 
 # (id, overrides, fragments): losses and metrics must fit the dataset's task,
@@ -308,6 +370,7 @@ def _write(tmp_path, name):
 def test_bad_input_gets_a_clear_config_error(tmp_path, monkeypatch, cfg_file, opts,
                                              fragments):
     monkeypatch.chdir(tmp_path)  # a config that ran code would write here
+    (tmp_path / 'afile').write_text('a file, not a folder\n')
     path = QUICKSTART if cfg_file is None else _write(tmp_path, cfg_file)
     with pytest.raises(ConfigError) as err:
         load_cfg(path, opts)
@@ -337,7 +400,7 @@ def test_every_declared_range_is_enforced():
     for key, test, requirement in config._BOUNDS:
         default = config.get_key(defaults, key)
         kind = type(default)
-        bad = next(v for v in (-2, -1, 0, 1, 1.5, 9, 2 ** 32) if not test(kind(v)))
+        bad = next(v for v in (-2, -1, 0, 1, 1.5, 9, 2 ** 32, 10 ** 15) if not test(kind(v)))
         with pytest.raises(ConfigError) as err:
             load_cfg(QUICKSTART, [key, str(kind(bad))])
         assert f"for '{key}'" in str(err.value) and requirement.split()[0] in \
@@ -427,17 +490,30 @@ def _main(args, cwd):
 
 @pytest.mark.parametrize('name,opts,fragment', [
     ('evil.py', [], 'is not a YAML file'),
+    ('laughs.yaml', [], 'aliases expand to more than'),
+    ('dup-group.yaml', [], "key 'optim' is given twice"),
+    (None, ['gt.layers', '2', 'gt.layers', '3'],
+     "config key 'gt.layers' is given twice on the command line ('2' and '3')"),
+    (None, ['--seeds', '0,4294967296'], "bad value 4294967296 for 'seed' (from --seeds)"),
+    (None, ['--repeat', '3', 'seed', '4294967294'],
+     "bad value 4294967296 for 'seed' (from seed 4294967294 with --repeat 3)"),
+    (None, ['--dry-run', '--seeds', '4294967296'], "for 'seed' (from --seeds)"),
+    (None, ['--dry-run', 'optim.max_epoch', '1', 'optim.max_epoch', '2'], 'given twice'),
+    (None, ['--dry-run', 'gt.layers', '1000000000000'], 'at most 1,000'),
     (None, ['gt.attn_dropout', '2.0', 'optim.max_epoch', '0'],
      "bad value 2.0 for 'gt.attn_dropout'"),
 ])
 def test_main_exits_2_without_traceback_or_results(tmp_path, name, opts, fragment):
+    import time
     path = QUICKSTART if name is None else _write(tmp_path, name)
     out = tmp_path / 'results'
+    start = time.monotonic()
     proc = _main(['--cfg', path, 'out_dir', str(out)] + opts, tmp_path)
     assert proc.returncode == 2, proc.stderr
+    assert time.monotonic() - start < 60  # refused at start (an alias bomb: a minute)
     assert 'Traceback' not in proc.stdout + proc.stderr
     assert proc.stderr.startswith('config error: ') and fragment in proc.stderr
-    if len(opts) > 2:
+    if 'gt.attn_dropout' in opts:
         assert "'optim.max_epoch'" in proc.stderr  # every problem at once
     assert not out.exists() and not (tmp_path / 'PWNED').exists()
 

@@ -249,3 +249,32 @@ def test_generated_data_cache_is_guarded_too(tmp_path, caplog):
     assert f'processed file(s) {split} changed since they were written' in caplog.text
     assert {k: len(v) for k, v in again.splits.items()} == \
         {k: len(v) for k, v in first.splits.items()}
+
+
+@pytest.mark.parametrize('how', ['checked-before', 'fails-while-writing'])
+def test_read_only_dataset_folder_is_not_called_corrupt(tmp_path, monkeypatch, how):
+    """A processed folder that cannot be written is named as such (the raw
+    files are fine), whether found before building or while writing."""
+    import errno
+    from graphgps_ext.loader.errors import DataError
+    raw = tmp_path / 'raw'
+    raw.mkdir()
+    (raw / 'a.txt').write_text('1\n')
+    processed = tmp_path / 'processed'
+    files = RawFiles("'X'", [str(raw / 'a.txt')], ['https://example.org'], str(raw))
+    cache = ProcessedCache(files, str(processed))
+    if how == 'checked-before':
+        real = os.access
+        monkeypatch.setattr(os, 'access', lambda p, mode: False if str(p).startswith(
+            str(tmp_path)) and mode == os.W_OK else real(p, mode))
+        build = lambda: None  # noqa: E731
+    else:
+        def build():
+            raise PermissionError(errno.EACCES, 'Permission denied',
+                                  str(processed / 'data.pt'))
+    with pytest.raises(DataError) as err:
+        cache.load(build, check=None)
+    message = str(err.value)
+    assert not isinstance(err.value, DataCorruptError)
+    assert 'cannot write the processed data into' in message and 'read-only' in message
+    assert 'raw files are fine' in message and 'dataset.dir' in message

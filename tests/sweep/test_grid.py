@@ -192,3 +192,31 @@ def test_ranking_is_deterministic_and_flags_ties():
     assert [r.flags for r in ranked] == [[], ['tie'], ['tie'], ['tie']]
     assert [r.point['name'] for r in grid.rank(results, 'min')] == ['c', 'a', 'b', 'd']
     assert grid.rank([point('x', 0.1, 0.0), point('y', 0.1 + 1e-6, 0.0)], 'max')[1].flags == []
+
+
+def test_points_that_build_the_same_run_run_once(tmp_path, monkeypatch, capsys):
+    """A grid over a key without effect for the config (mna.hops on a
+    Transformer config): its points are one run each, and the key is named."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / 'g.txt').write_text('gt.layers l [2,3]\nmna.hops h [1,2,3]\n'
+                                    'optim.base_lr lr [0.001, 0.002]\n')
+    assert cli.main([QUICKSTART, '--grid', 'g.txt', '--dry-run', '--results',
+                     str(tmp_path / 'res')]) == 0
+    out = capsys.readouterr().out
+    assert "grid key 'mna.hops' has no effect on any point" in out
+    assert "grid key 'gt.layers'" not in out and "grid key 'optim.base_lr'" not in out
+    assert '12 of 12 points' in out and '# 4 distinct run(s): 8 point(s) repeat another' in out
+    assert 'quickstart-l=2-h=2-lr=0.001 is the same run as quickstart-l=2-h=1-lr=0.001' in out
+    assert '# 4 run(s), 0 complete run(s) skipped' in out
+    assert len(re.findall(r'^\S+ main\.py --cfg ', out, re.M)) == 4
+    assert not (tmp_path / 'res').exists()  # a dry run writes nothing
+
+
+def test_same_runs_by_fingerprint():
+    pts = [grid.Point(f'p{i}', {'a': a, 'b': b}, {}) for i, (a, b) in
+           enumerate([(1, 1), (1, 2), (2, 1), (2, 2)])]
+    kept, dup, no_effect = grid.same_runs(pts, ['x', 'x', 'y', 'y'])  # b has no effect
+    assert [p.name for p in kept] == ['p0', 'p2'] and dup == {'p1': 'p0', 'p3': 'p2'}
+    assert no_effect == ['b']
+    kept, dup, no_effect = grid.same_runs(pts, ['w', 'x', 'y', 'z'])
+    assert len(kept) == 4 and not dup and not no_effect

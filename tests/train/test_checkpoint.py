@@ -37,10 +37,22 @@ class CreatesFile:
         return open, (self.path, 'w')
 
 
-def test_crafted_pickle_is_refused_unread(tmp_path):
+class RunsShell(CreatesFile):
+    """Unpickling it would run a shell command (``os.system``, a module that
+    torch's weights-only unpickler reports as blocked, in other words)."""
+
+    def __reduce__(self):
+        return os.system, (f'touch {self.path}',)
+
+
+@pytest.mark.parametrize('payload,zipped', [(CreatesFile, True), (RunsShell, True),
+                                            (CreatesFile, False), (RunsShell, False)],
+                         ids=['open-zip', 'system-zip', 'open-legacy', 'system-legacy'])
+def test_crafted_pickle_is_refused_unread(tmp_path, payload, zipped):
     marker = tmp_path / 'created-by-unpickling'
     path = str(tmp_path / 'last.pt')
-    torch.save({'epoch': 3, 'x': CreatesFile(str(marker))}, path)
+    torch.save({'epoch': 3, 'x': payload(str(marker))}, path,
+               _use_new_zipfile_serialization=zipped)
     with pytest.raises(ckpt.UnsafeCheckpointError, match='refused to load .*could run code'):
         ckpt.load(path)
     # load_latest never skips an unsafe file for the previous checkpoint
