@@ -151,7 +151,6 @@ def test_dry_run_builds_the_authors_parameter_count(rel):
     assert theirs == PUBLISHED[rel] and bool(reasons) == (rel in DIFFERENCES)
 
 
-@needs_fixtures
 @pytest.mark.parametrize('rel,lines', [
     ('csa/zinc-CSA+RWSE.yaml', ["parameters: 346,245",
                                 "the CSA authors' code builds 347,557 parameters from this "
