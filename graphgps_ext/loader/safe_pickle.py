@@ -20,7 +20,7 @@ builds only
 and refuses any other global without calling it, raising
 :class:`UnsafeDataError` (``main.py`` exit code 5) that names the file and
 the global. A file in torch's zip format is read with
-``torch.load(weights_only=True)`` (the same allow-list).
+``torch.load(weights_only=True)`` and the NumPy part of the same allow-list.
 """
 import collections
 import io
@@ -149,8 +149,12 @@ def load_pickle(path: str, dataset: str = '') -> Any:
 
 
 def _zip_check(path: str, dataset: str):
+    # torch's weights-only unpickler, with the NumPy globals of the allow-list
+    # (OGB's split_dict.pt holds NumPy arrays in torch's zip format).
+    numpy_globals = [(obj, f'{module}.{name}')
+                     for (module, name), obj in _numpy_globals().items()]
     try:
-        with warnings.catch_warnings():
+        with warnings.catch_warnings(), torch.serialization.safe_globals(numpy_globals):
             warnings.simplefilter('ignore')
             torch.load(path, map_location='cpu', weights_only=True)
     except pickle.UnpicklingError as err:
