@@ -55,12 +55,22 @@ def test_static_path_counts_padded_batches():
     assert res['syncs_per_step'] == 0, res['sync_reasons']
 
 
-def test_padded_batches_without_the_host_sizes_show_the_reads():
-    # The padded count can fail too: without the collater's host copy of the
-    # node counts the attention reads its sizes from the device.
+def test_static_layout_needs_no_host_sizes():
+    # The dense layout of a static-shape batch is the capacity's: the
+    # attention plans nothing from the graph sizes, so even without the
+    # collater's host copy of the node counts nothing is read back ...
     trainer, batches, _ = padded_trainer('gps-gine')
     for b in batches:
         del b._store.__dict__[HOST_NODE_COUNTS]
+        assert b.graph_nodes > 0
+    res = steps.count_steps(trainer, batches, torch.device('cpu'), warmup=2)
+    assert res['syncs_per_step'] == 0, res['sync_reasons']
+    # ... while without the fixed width (layout and blocks planned from the
+    # sizes) the counter sees the reads.
+    trainer, batches, _ = padded_trainer('gps-gine')
+    for b in batches:
+        del b._store.__dict__[HOST_NODE_COUNTS]
+        del b.graph_nodes
     res = steps.count_steps(trainer, batches, torch.device('cpu'), warmup=2)
     assert res['syncs_per_step'] >= 2 and 'tolist' in res['sync_reasons']
 
