@@ -192,7 +192,9 @@ def choose_fast_path(cfg, model, train_dataset, device, loss_fn,
         if log is not None:
             log.info('static shapes: batches padded to nodes/edges/graphs '
                      + ', '.join(f'{c.nodes}/{c.edges}/{c.graphs}'
-                                 for c in capacities.buckets))
+                                 for c in capacities.buckets)
+                     + '; dense attention layout [graphs, '
+                     f'{capacities.buckets[-1].graph_nodes}]')
     net = compile_model(model, cfg, static=static)
     fast = static or bool(cfg.train.compile)
     if not (fast and _auto(cfg.train.fast_path_check, device_type)):
