@@ -321,8 +321,9 @@ def test_graph_sizes_and_collater():
     assert torch.equal(batch.get_example(1).edge_index, data[4].edge_index)
 
 
+@pytest.mark.parametrize('width', [0, 8])
 @pytest.mark.parametrize('mode', ['labeled', 'all', 'query_ce'])
-def test_link_head(mode):
+def test_link_head(mode, width):
     from graphgps_ext.head.link import InductiveLinkHead
     from graphgps_ext.layer.context import GraphContext
     gen = torch.Generator().manual_seed(0)
@@ -338,15 +339,15 @@ def test_link_head(mode):
     head = InductiveLinkHead(4, train_mode=mode).double()
     plain = Batch.from_data_list(graphs)
     padded = pad_batch(Batch.from_data_list(graphs),
-                       Capacities([Capacity(24, 40, 5)]))
+                       Capacities([Capacity(24, 40, 5, width)]))
     assert torch.equal(padded.edge_label_index, plain.edge_label_index)
     out = head(plain.x, plain, GraphContext.from_batch(plain))
     out_p = head(padded.x, padded, GraphContext.from_batch(padded))
     out_p = trim(*out_p, padded, head.output_rows)
     if mode == 'query_ce':
         # candidate columns up to the layout's n_max, which the padding graph
-        # may widen: the extra columns hold the most negative value (zero
-        # weight in the cross entropy)
+        # (or the capacity's width) may widen: the extra columns hold the
+        # most negative value (zero weight in the cross entropy)
         n = out[0].size(1)
         assert (out_p[0][:, n:] == torch.finfo(torch.float64).min).all()
         torch.testing.assert_close(
