@@ -10,6 +10,15 @@ device before the count starts; :class:`.dispatch_count.DispatchCounter`
 counts over ``steps`` steps after ``warmup`` steps (the optimiser creates
 its state in the first one) and the suite reports the mean per step.
 
+Every row is counted on two paths, each from the same initial weights:
+the eager path on unpadded batches (``ops_per_step``, ``syncs_per_step``),
+and the static-shape path (``static_ops_per_step``,
+``static_syncs_per_step``): the loader pads every batch to its capacity
+(:class:`~graphgps_ext.loader.pad.Capacities` of the training split,
+:class:`~graphgps_ext.loader.pad.PadCollater`, with the collater's host copy
+of the node counts), as ``train.static_shapes True`` gives the training
+loop, and the trainer cuts the padding rows before the loss.
+
 On a GPU each operator is at least one kernel launch and each
 synchronisation stalls the launch queue: the two figures bound how fast a
 step can be, whatever the arithmetic. On CUDA the synchronisations the
@@ -27,14 +36,20 @@ from graphgps_ext.bench.models import (PAPER_ZINC_ROWS, build_model,
                                        make_dataset, row_cfg)
 
 
-def make_trainer(cfg, model, loader, device: torch.device):
+#: The two paths every row is counted on: result key prefix -> padded.
+PATHS = {'': False, 'static_': True}
+
+
+def make_trainer(cfg, model, loader, device: torch.device, fast_path=None):
     """A :class:`~graphgps_ext.train.loop.Trainer` of ``model`` on the
-    train ``loader`` (L1 loss, MAE), as ``main.py`` builds it; it writes
-    nothing unless asked to."""
+    train ``loader`` (L1 loss, MAE), as ``main.py`` builds it (``fast_path``:
+    the :class:`~graphgps_ext.train.speed.FastPath` of a static-shape run);
+    it writes nothing unless asked to."""
     from graphgps_ext.train.loop import Trainer
     from graphgps_ext.train.loss import LOSSES
     return Trainer(cfg, model, {'train': loader}, LOSSES['l1'], 'mae', 'min',
-                   ['mae'], run_dir='', logger=None, device=device)
+                   ['mae'], run_dir='', logger=None, device=device,
+                   fast_path=fast_path)
 
 
 def host_tensors(batch, trainer) -> List[torch.Tensor]:
@@ -80,11 +95,33 @@ def count_steps(trainer, batches: Sequence, device: torch.device,
     return out
 
 
+def count_row(cfg, dataset, device: torch.device, steps: int, warmup: int,
+              seed: int, stacks: bool, padded: bool) -> Dict[str, object]:
+    """:func:`count_steps` of one row's model (built from ``seed``) on
+    batches from the training loop's loader over ``dataset``; ``padded``:
+    every batch padded to the capacities of ``dataset``, as
+    ``train.static_shapes True`` trains."""
+    from graphgps_ext.loader.dataloader import graph_loader
+    from graphgps_ext.loader.pad import Capacities
+    from graphgps_ext.train.speed import FastPath
+    torch.manual_seed(seed)
+    model = build_model(cfg, device)
+    capacities = (Capacities.from_dataset(dataset, int(cfg.train.batch_size))
+                  if padded else None)
+    loader = graph_loader(dataset, bool(cfg.train.fast_collate),
+                          batch_size=cfg.train.batch_size, shuffle=True,
+                          generator=torch.Generator().manual_seed(seed),
+                          capacities=capacities)
+    fast_path = FastPath(capacities, model) if padded else None
+    trainer = make_trainer(cfg, model, loader, device, fast_path)
+    batches = list(loader)[:steps + warmup]
+    return count_steps(trainer, batches, device, warmup, stacks)
+
+
 def run(device: torch.device, rows: Optional[Sequence[str]] = None,
         steps: int = 4, seed: int = 0, opts: Sequence = (),
         stacks: bool = False, log=print) -> Dict[str, object]:
     """Run the suite; returns ``{'rows': [...], 'markdown': str, ...}``."""
-    from graphgps_ext.loader.dataloader import graph_loader
     names = list(rows or PAPER_ZINC_ROWS)
     unknown = [n for n in names if n not in PAPER_ZINC_ROWS]
     if unknown:
@@ -98,19 +135,17 @@ def run(device: torch.device, rows: Optional[Sequence[str]] = None,
     for name in names:
         row = PAPER_ZINC_ROWS[name]
         cfg = row_cfg(row, opts)
-        torch.manual_seed(seed)
-        model = build_model(cfg, device)
-        loader = graph_loader(dataset, bool(cfg.train.fast_collate),
-                              batch_size=cfg.train.batch_size, shuffle=True,
-                              generator=torch.Generator().manual_seed(seed))
-        trainer = make_trainer(cfg, model, loader, device)
-        batches = list(loader)[:steps + warmup]
-        res = count_steps(trainer, batches, device, warmup, stacks)
-        res.update(key=name, model=row.name)
+        res = {'key': name, 'model': row.name}
+        for prefix, padded in PATHS.items():
+            counted = count_row(cfg, dataset, device, steps, warmup, seed,
+                                stacks, padded)
+            res.update({prefix + k: v for k, v in counted.items()})
         out_rows.append(res)
         log(f'  [steps] {name:24s} {res["ops_per_step"]:8.1f} ops '
-            f'{res["syncs_per_step"]:5.1f} syncs per step '
-            f'{res["sync_reasons"] or ""}')
+            f'{res["syncs_per_step"]:5.1f} syncs per step unpadded, '
+            f'{res["static_ops_per_step"]:8.1f} ops '
+            f'{res["static_syncs_per_step"]:5.1f} syncs static shapes '
+            f'{res["sync_reasons"] or ""}{res["static_sync_reasons"] or ""}')
     return {'rows': out_rows, 'markdown': markdown(out_rows),
             'settings': {'steps': steps, 'warmup': warmup,
                          'batch_size': first.train.batch_size,
@@ -119,15 +154,21 @@ def run(device: torch.device, rows: Optional[Sequence[str]] = None,
 
 def markdown(rows: List[dict]) -> str:
     cuda = any('cuda_syncs_per_step' in r for r in rows)
-    headers = ['model', 'ops / step', 'host syncs / step', 'synchronising operators']
+    headers = ['model', 'ops / step', 'host syncs / step',
+               'ops / step, static shapes', 'host syncs / step, static shapes',
+               'synchronising operators (unpadded; static shapes)']
     if cuda:
-        headers.append('CUDA syncs / step (driver)')
+        headers.append('CUDA syncs / step (driver; unpadded, static shapes)')
     table = []
     for r in rows:
-        reasons = ', '.join(f'{k} {v / r["steps"]:g}'
-                            for k, v in sorted(r['sync_reasons'].items())) or '–'
-        line = [r['model'], r['ops_per_step'], r['syncs_per_step'], reasons]
+        reasons = '; '.join(', '.join(
+            f'{k} {v / r[p + "steps"]:g}'
+            for k, v in sorted(r[p + 'sync_reasons'].items())) or '–'
+            for p in PATHS)
+        line = [r['model'], r['ops_per_step'], r['syncs_per_step'],
+                r['static_ops_per_step'], r['static_syncs_per_step'], reasons]
         if cuda:
-            line.append(r.get('cuda_syncs_per_step'))
+            line.append(f'{r.get("cuda_syncs_per_step")}, '
+                        f'{r.get("static_cuda_syncs_per_step")}')
         table.append(line)
     return common.markdown_table(headers, table)

@@ -91,11 +91,6 @@ class PairEncoder(nn.Module):
         on_the_fly: compute RW / SPD per batch instead of reading storage.
     """
 
-    #: Kernel shapes follow the graph sizes of the batch (the dense
-    #: attention layout), not only a static-shape batch's capacity: under
-    #: ``torch.compile`` such a model keeps dynamic shapes.
-    static_shape = False
-
     def __init__(self, dim: int, bond_encoder: nn.Module,
                  bond_encoder_ring: Optional[nn.Module] = None,
                  rpe: str = 'rwse', steps: int = 16, dim_rpe: int = 0,

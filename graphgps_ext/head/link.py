@@ -86,9 +86,10 @@ class InductiveLinkHead(nn.Module):
         **mlp: :class:`~graphgps_ext.head.base.HeadMLP` options.
     """
 
-    #: Kernel shapes follow the graph sizes of the batch (the dense
-    #: attention layout), not only a static-shape batch's capacity: under
-    #: ``torch.compile`` such a model keeps dynamic shapes.
+    #: Kernel shapes follow the labelled pairs of the batch (``query_ce``'s
+    #: ``[Q, n_max]`` logits, the labelled pairs' rows), not only a
+    #: static-shape batch's capacity: under ``torch.compile`` such a model
+    #: keeps dynamic shapes.
     static_shape = False
 
     def __init__(self, dim_in: int, score: str = 'dot',

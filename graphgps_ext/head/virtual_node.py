@@ -102,7 +102,9 @@ class VirtualNode(nn.Module):
         return out, GraphContext(edge_index=edge_index, batch=batch, num_graphs=B,
                                  record=ctx.record, ptr=ptr, host_counts=host,
                                  node_mask=node_mask, edge_mask=edge_mask,
-                                 graph_mask=ctx.graph_mask)
+                                 graph_mask=ctx.graph_mask,
+                                 graph_nodes=(ctx.graph_nodes + 1
+                                              if ctx.graph_nodes else None))
 
     def extra_repr(self) -> str:
         return f'dim={self.embedding.numel()}'

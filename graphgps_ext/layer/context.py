@@ -97,6 +97,13 @@ class GraphContext:
         real_nodes, real_edges: when the real nodes (edges) are the first
             rows, their count (a Python int from the collater), else
             ``None``.
+        graph_nodes: the fixed width of the dense layout of a static-shape
+            batch (its capacity's ``graph_nodes``, at least the largest real
+            graph), else ``None`` (the width is the batch's largest graph).
+            With it the dense layout is ``[num_graphs, graph_nodes]``
+            whatever the batch: one shape per capacity. Padding nodes past
+            the width share the last slot of their padding graph (their rows
+            are never read by a real node).
     """
     edge_index: Tensor
     batch: Tensor
@@ -111,6 +118,7 @@ class GraphContext:
     graph_mask: Optional[Tensor] = None
     real_nodes: Optional[int] = None
     real_edges: Optional[int] = None
+    graph_nodes: Optional[int] = None
 
     @classmethod
     def from_batch(cls, data) -> 'GraphContext':
@@ -131,7 +139,8 @@ class GraphContext:
                    edge_mask=getattr(data, 'edge_mask', None),
                    graph_mask=getattr(data, 'graph_mask', None),
                    real_nodes=prefix_rows(data, 'real_nodes'),
-                   real_edges=prefix_rows(data, 'real_edges'))
+                   real_edges=prefix_rows(data, 'real_edges'),
+                   graph_nodes=getattr(data, 'graph_nodes', None) or None)
 
     @property
     def num_nodes(self) -> int:
@@ -160,7 +169,11 @@ class GraphContext:
         """The dense padded layout, computed on first use and cached."""
         def compute():
             counts, pos = self.sizes
-            n_max = int(self.sizes_host().max()) if counts.numel() else 0
+            if self.graph_nodes:  # static: the capacity's width
+                n_max = self.graph_nodes
+                pos = pos.clamp(max=n_max - 1)
+            else:
+                n_max = int(self.sizes_host().max()) if counts.numel() else 0
             index = self.batch * n_max + pos
             mask = torch.zeros(self.num_graphs * n_max, dtype=torch.bool,
                                device=self.batch.device)

@@ -112,11 +112,6 @@ class CSA(nn.Module):
         -> ``([N, d], None)`` (the edge stream is not touched).
     """
 
-    #: Kernel shapes follow the graph sizes of the batch (the dense
-    #: attention layout), not only a static-shape batch's capacity: under
-    #: ``torch.compile`` such a model keeps dynamic shapes.
-    static_shape = False
-
     def __init__(self, dim: int, heads: int = 4, pair_dim: Optional[int] = None,
                  mono: bool = False, share_edge_params: bool = False,
                  attn_dropout: float = 0.0,

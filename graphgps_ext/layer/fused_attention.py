@@ -161,6 +161,8 @@ def attention_blocks(ctx: GraphContext, max_blocks: Optional[int] = None,
     overhead = BLOCK_OVERHEAD if overhead is None else overhead
 
     def compute():
+        if ctx.graph_nodes:
+            return _static_blocks(ctx)
         batch, B = ctx.batch, ctx.num_graphs
         device = batch.device
         counts, pos = ctx.sizes
@@ -195,6 +197,28 @@ def attention_blocks(ctx: GraphContext, max_blocks: Optional[int] = None,
         gather[slot] = torch.arange(batch.numel(), device=device)
         return AttentionBlocks(blocks, slot, gather, start, table[0], table[2])
     return ctx.cached(f'attention/blocks/{max_blocks}/{overhead}', compute)
+
+
+def _static_blocks(ctx: GraphContext) -> AttentionBlocks:
+    """One block of every graph at the fixed width ``ctx.graph_nodes`` of a
+    static-shape batch: the same shapes for every batch of a capacity, and
+    nothing planned from the graph sizes. Padding nodes past the width share
+    the last row of their (padding) graph; real graphs fit the width."""
+    batch, B, n = ctx.batch, ctx.num_graphs, ctx.graph_nodes
+    device = batch.device
+    counts, pos = ctx.sizes
+    keep = torch.arange(n, device=device) < counts[:, None]
+    keep = keep | ~keep.any(dim=-1, keepdim=True)
+    graphs = torch.arange(B, device=device)
+    N, total = batch.numel(), B * n
+    slot = batch * n + pos.clamp(max=n - 1)
+    gather = torch.zeros(total, dtype=torch.long, device=device)
+    gather[slot] = torch.arange(N, device=device)
+    return AttentionBlocks([AttentionBlock(0, B, n, graphs, keep[:, None, :])],
+                           slot, gather, total,
+                           torch.zeros(N, dtype=torch.long, device=device),
+                           torch.full((N, ), total, dtype=torch.long,
+                                      device=device))
 
 
 def _block_mask(ctx: GraphContext, block: AttentionBlock, heads: int,
@@ -399,7 +423,8 @@ def node_attention(qkv: Tensor, ctx: GraphContext, p: float = 0.0,
     :func:`head_layout`), each block is a batch of ``[n_b, d_h]`` matrices
     for ``baddbmm`` / ``bmm`` (or the fused SDPA kernel), and the outputs
     are gathered back once. In training with explicit scores (float32 or
-    float64) the gradient is :class:`_BlockAttention`'s (``fused``). Node-major
+    float64) the gradient is :class:`_BlockAttention`'s (``fused``; not under
+    :func:`torch.compile`). Node-major
     inputs (``qkv`` a permuted view of ``[N, 3, *G, d_h]``) are read
     without a copy, and the result is a view of node-major ``[N, *G, d_h]``.
     """
@@ -411,7 +436,11 @@ def node_attention(qkv: Tensor, ctx: GraphContext, p: float = 0.0,
     rows = qkv.movedim(-2, 0).reshape(N * 3 * G, dh)  # a view if node-major
     drop = training and p > 0.0
     plan = attention_blocks(ctx)
-    if fused and torch.is_grad_enabled() and rows.requires_grad and (drop or max(
+    # Under torch.compile autograd differentiates the forward (the compiler
+    # fuses it; the hand-written backward reads the per-batch layout cached
+    # on ctx, which a traced graph cannot carry into its backward).
+    if fused and not torch.compiler.is_compiling() and torch.is_grad_enabled() \
+            and rows.requires_grad and (drop or max(
             block.n for block in plan.blocks) <= EXPLICIT_MAX_NODES) \
             and rows.dtype in (torch.float32, torch.float64):
         out = _BlockAttention.apply(rows, ctx, G, scale, p, drop)

@@ -99,11 +99,6 @@ class MNA(nn.Module):
         receives :math:`\alpha` ``[N, c+1]`` (adaptive fusion).
     """
 
-    #: Kernel shapes follow the graph sizes of the batch (the dense
-    #: attention layout), not only a static-shape batch's capacity: under
-    #: ``torch.compile`` such a model keeps dynamic shapes.
-    static_shape = False
-
     def __init__(self, dim: int, heads: int = 4, hops: int = 2,
                  adj_norm: str = 'sym', fusion: str = 'adaptive',
                  fusion_act: str = 'tanh', head_dim: Optional[int] = None,

@@ -46,11 +46,6 @@ class Transformer(nn.Module):
     Shapes: ``x [N, d]`` -> ``(x_out [N, d], None)``.
     """
 
-    #: Kernel shapes follow the graph sizes of the batch (the dense
-    #: attention layout), not only a static-shape batch's capacity: under
-    #: ``torch.compile`` such a model keeps dynamic shapes.
-    static_shape = False
-
     def __init__(self, dim: int, n_heads: int = 4, attn_dropout: float = 0.0,
                  fused: bool = True):
         super().__init__()

@@ -11,8 +11,13 @@ a *capacity* :math:`(N_c, E_c, G_c)` taken from a few buckets:
   ``batch_size`` graphs at the quantiles ``0.5, 0.9, 0.99``, and a last bucket
   that holds any batch (the ``batch_size`` largest graphs), each plus one
   padding node and rounded up to a multiple of 8; :math:`G_c` is
-  ``batch_size + 1``. A batch takes the smallest bucket it fits; a larger one
-  (an evaluation split with bigger graphs) gets capacities rounded up to
+  ``batch_size + 1``. Every bucket also fixes the width :math:`W` of the
+  dense ``[G_c, W]`` layout of all-pairs attention (``graph_nodes``: the
+  split's largest graph, rounded up to a multiple of 8), so that its shape
+  does not follow the batch's graph sizes either; padding nodes past
+  :math:`W` share the last slot of their padding graph. A batch takes the
+  smallest bucket it fits (its largest graph at most :math:`W`); a larger
+  one (an evaluation split with bigger graphs) gets capacities rounded up to
   powers of two.
 - :func:`pad_batch` appends :math:`N_c - N \ge 1` padding nodes (zero
   features) and :math:`E_c - E` padding edges (self-loops on the first
@@ -61,14 +66,21 @@ def _pow2(value: int) -> int:
 
 @dataclass(frozen=True, order=True)
 class Capacity:
-    """Padded sizes of a batch: nodes, edges and graphs."""
+    """Padded sizes of a batch: nodes, edges and graphs, and ``graph_nodes``,
+    the width of the dense ``[graphs, graph_nodes]`` layout of all-pairs
+    attention (at least the largest real graph; ``0``: the layout follows
+    the batch's graph sizes)."""
     nodes: int
     edges: int
     graphs: int
+    graph_nodes: int = 0
 
-    def fits(self, nodes: int, edges: int, graphs: int) -> bool:
+    def fits(self, nodes: int, edges: int, graphs: int,
+             largest: int = 0) -> bool:
         # One padding node and one padding graph at least.
-        return self.nodes > nodes and self.edges >= edges and self.graphs > graphs
+        return (self.nodes > nodes and self.edges >= edges
+                and self.graphs > graphs
+                and (not self.graph_nodes or largest <= self.graph_nodes))
 
 
 class Capacities:
@@ -101,13 +113,15 @@ class Capacities:
         picks = torch.randint(nodes.numel(), (draws, b), generator=gen)
         totals = torch.stack([nodes[picks].sum(1), edges[picks].sum(1)], 1)
         graphs = int(batch_size) + 1
+        width = _round_up(int(nodes.max()))  # the largest graph
         out = []
         for q in quantiles:
             n, e = torch.quantile(totals.double(), q, dim=0).ceil().long().tolist()
-            out.append(Capacity(_round_up(n + 1), _round_up(e), graphs))
+            out.append(Capacity(_round_up(n + 1), _round_up(e), graphs, width))
         bound_n = int(nodes.topk(b).values.sum())
         bound_e = int(edges.topk(b).values.sum())
-        out.append(Capacity(_round_up(bound_n + 1), _round_up(bound_e), graphs))
+        out.append(Capacity(_round_up(bound_n + 1), _round_up(bound_e), graphs,
+                            width))
         return cls(out)
 
     @classmethod
@@ -116,16 +130,20 @@ class Capacities:
         nodes, edges = graph_sizes(dataset)
         return cls.from_sizes(nodes, edges, batch_size)
 
-    def choose(self, nodes: int, edges: int, graphs: int) -> Capacity:
-        """The smallest bucket that holds the batch; beyond the largest,
-        capacities rounded up to powers of two."""
+    def choose(self, nodes: int, edges: int, graphs: int,
+               largest: int = 0) -> Capacity:
+        """The smallest bucket that holds the batch (``largest``: its
+        largest graph); beyond the largest, capacities rounded up to powers
+        of two."""
         for cap in self.buckets:
-            if cap.fits(nodes, edges, graphs):
+            if cap.fits(nodes, edges, graphs, largest):
                 return cap
         top = self.buckets[-1]
         return Capacity(max(top.nodes, _pow2(nodes + 1)),
                         max(top.edges, _pow2(edges)),
-                        max(top.graphs, graphs + 1))
+                        max(top.graphs, graphs + 1),
+                        max(top.graph_nodes, _pow2(largest))
+                        if top.graph_nodes else 0)
 
     def __repr__(self) -> str:
         return 'Capacities(' + ', '.join(
@@ -186,10 +204,14 @@ def _levels(batch: Batch) -> dict:
 
 def pad_batch(batch: Batch, capacities: Capacities) -> Batch:
     """``batch`` padded to its capacity (see the module docstring). Adds
-    ``node_mask``, ``edge_mask``, ``graph_mask`` and the real counts
-    ``real_nodes``, ``real_edges``, ``real_graphs`` (Python ints)."""
+    ``node_mask``, ``edge_mask``, ``graph_mask``, the real counts
+    ``real_nodes``, ``real_edges``, ``real_graphs`` (Python ints) and, when
+    the capacity has one, the dense layout's width ``graph_nodes``."""
     N, E, B = int(batch.num_nodes), int(batch.edge_index.size(1)), batch.num_graphs
-    cap = capacities.choose(N, E, B)
+    host = getattr(batch, HOST_NODE_COUNTS, None)
+    if host is None:  # (in the collater, before any transfer)
+        host = batch.ptr.diff().cpu()
+    cap = capacities.choose(N, E, B, int(host.max()) if host.numel() else 0)
     pad = {'node': cap.nodes - N, 'edge': cap.edges - E, 'graph': cap.graphs - B}
     size = {'node': cap.nodes, 'edge': cap.edges, 'graph': cap.graphs}
     slices = dict(batch._slice_dict)
@@ -235,6 +257,8 @@ def pad_batch(batch: Batch, capacities: Capacities) -> Batch:
     batch.edge_mask = torch.arange(cap.edges, device=dev) < E
     batch.graph_mask = torch.arange(cap.graphs, device=dev) < B
     batch.real_nodes, batch.real_edges, batch.real_graphs = N, E, B
+    if cap.graph_nodes:
+        batch.graph_nodes = cap.graph_nodes
     return batch
 
 

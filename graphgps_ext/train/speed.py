@@ -64,8 +64,8 @@ def compile_model(model, cfg, static: bool = False):
     With static shapes (``static``) and a model whose shapes the capacity
     fixes (:func:`capacity_static`), the shapes are marked static
     (``dynamic=False``): one compilation per capacity bucket (and per
-    training / evaluation mode), never a recompilation after warm-up;
-    attention on the dense layout keeps ``train.compile_dynamic``. On
+    training / evaluation mode), never a recompilation after warm-up; a
+    model with the link head keeps ``train.compile_dynamic``. On
     CUDA, ``train.compile_mode reduce-overhead`` replays each compiled
     graph as a CUDA graph (inductor keeps dropout's random numbers
     graph-safe: a Philox seed and offset per replay)."""
@@ -81,9 +81,10 @@ def compile_model(model, cfg, static: bool = False):
 def capacity_static(model) -> bool:
     """Whether every kernel shape of ``model`` on a static-shape batch is
     fixed by the batch's capacity: no module declares ``static_shape =
-    False`` (the attention branches whose dense layout follows the graph
-    sizes: Transformer, CSA, MNA, full-graph GT, the pair encoder, the link
-    head)."""
+    False`` (the link head, whose shapes follow the labelled pairs). The
+    dense attention layout (Transformer, CSA, MNA, full-graph GT, the pair
+    encoder) is ``[graphs, graph_nodes]`` of the capacity
+    (:class:`~graphgps_ext.loader.pad.Capacity`)."""
     return all(getattr(m, 'static_shape', True) for m in model.modules())
 
 
@@ -191,7 +192,9 @@ def choose_fast_path(cfg, model, train_dataset, device, loss_fn,
         if log is not None:
             log.info('static shapes: batches padded to nodes/edges/graphs '
                      + ', '.join(f'{c.nodes}/{c.edges}/{c.graphs}'
-                                 for c in capacities.buckets))
+                                 for c in capacities.buckets)
+                     + '; dense attention layout [graphs, '
+                     f'{capacities.buckets[-1].graph_nodes}]')
     net = compile_model(model, cfg, static=static)
     fast = static or bool(cfg.train.compile)
     if not (fast and _auto(cfg.train.fast_path_check, device_type)):

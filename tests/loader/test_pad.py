@@ -175,15 +175,19 @@ def norm_path(request, monkeypatch):
     return request.param
 
 
+@pytest.mark.parametrize('width', [0, 16])
 @pytest.mark.parametrize('case', list(CASES))
-def test_padding_changes_nothing(case, norm_path):
+def test_padding_changes_nothing(case, norm_path, width):
     layer_type, extra = CASES[case]
     cfg, model = build(layer_type, extra)
     data = dataset(cfg)
-    # Large enough for padding nodes, edges and two padding graphs.
-    plain, padded = batches(data, Capacities([Capacity(80, 160, 9)]))
+    # Large enough for padding nodes, edges and two padding graphs; width 16:
+    # the dense layout is [9, 16] (the largest graph has 15 nodes), and the
+    # 26 padding nodes overflow their graph's 16 slots.
+    plain, padded = batches(data, Capacities([Capacity(80, 160, 9, width)]))
     assert padded.num_nodes == 80 and padded.edge_index.size(1) == 160
     assert padded.num_graphs == 9 and padded.real_graphs == 6
+    assert getattr(padded, 'graph_nodes', 0) == width
     check_same(model, plain, padded)
     if any(isinstance(m, MaskedBatchNorm1d) for m in model.modules()):
         # The masks matter: without them the running statistics differ.
@@ -259,6 +263,40 @@ def test_capacities_from_sizes():
     assert caps.choose(small.nodes, 0, 4) != small
     big = caps.choose(1000, 3000, 4)
     assert (big.nodes, big.edges, big.graphs) == (1024, 4096, 5)
+    # the dense layout's width: the largest graph, rounded up to 8
+    assert all(c.graph_nodes == 40 for c in caps.buckets)
+    assert caps.choose(small.nodes - 1, small.edges, 4, largest=40) == small
+    wide = caps.choose(small.nodes - 1, small.edges, 4, largest=41)
+    assert wide.graph_nodes == 64 and wide not in caps.buckets
+
+
+def test_static_dense_layout_has_the_capacity_shape():
+    # Every batch of a capacity: the layout [graphs, graph_nodes] and one
+    # attention block of that shape, whatever the graph sizes.
+    from graphgps_ext.layer.context import GraphContext
+    from graphgps_ext.layer.fused_attention import attention_blocks
+    cfg = load_cfg(None, BASE)
+    data = dataset(cfg)
+    cap = Capacity(80, 160, 9, 16)
+    for items in ([0, 1, 2], [4, 5], [0, 1, 2, 3, 4, 5]):
+        batch = pad_batch(Batch.from_data_list([data[i] for i in items]),
+                          Capacities([cap]))
+        assert batch.graph_nodes == 16
+        ctx = GraphContext.from_batch(batch)
+        assert ctx.layout.mask.shape == (9, 16) and ctx.layout.n_max == 16
+        plan = attention_blocks(ctx)
+        assert [(b.graphs, b.n) for b in plan.blocks] == [(9, 16)]
+        # real nodes keep their own slots: the layout gives them back
+        x = torch.arange(80.)
+        back = ctx.layout.to_sparse(ctx.layout.to_dense(x))
+        n = batch.real_nodes
+        assert torch.equal(back[:n], x[:n])
+        assert torch.equal(plan.to_nodes(plan.to_blocks(x))[:n], x[:n])
+    # Without a width (hand-made capacities) the layout follows the batch.
+    batch = pad_batch(Batch.from_data_list([data[0], data[2]]),
+                      Capacities([Capacity(80, 160, 9)]))
+    assert not hasattr(batch, 'graph_nodes')
+    assert GraphContext.from_batch(batch).layout.n_max == 80 - 12
 
 
 def test_graph_sizes_and_collater():
@@ -283,8 +321,9 @@ def test_graph_sizes_and_collater():
     assert torch.equal(batch.get_example(1).edge_index, data[4].edge_index)
 
 
+@pytest.mark.parametrize('width', [0, 8])
 @pytest.mark.parametrize('mode', ['labeled', 'all', 'query_ce'])
-def test_link_head(mode):
+def test_link_head(mode, width):
     from graphgps_ext.head.link import InductiveLinkHead
     from graphgps_ext.layer.context import GraphContext
     gen = torch.Generator().manual_seed(0)
@@ -300,15 +339,15 @@ def test_link_head(mode):
     head = InductiveLinkHead(4, train_mode=mode).double()
     plain = Batch.from_data_list(graphs)
     padded = pad_batch(Batch.from_data_list(graphs),
-                       Capacities([Capacity(24, 40, 5)]))
+                       Capacities([Capacity(24, 40, 5, width)]))
     assert torch.equal(padded.edge_label_index, plain.edge_label_index)
     out = head(plain.x, plain, GraphContext.from_batch(plain))
     out_p = head(padded.x, padded, GraphContext.from_batch(padded))
     out_p = trim(*out_p, padded, head.output_rows)
     if mode == 'query_ce':
         # candidate columns up to the layout's n_max, which the padding graph
-        # may widen: the extra columns hold the most negative value (zero
-        # weight in the cross entropy)
+        # (or the capacity's width) may widen: the extra columns hold the
+        # most negative value (zero weight in the cross entropy)
         n = out[0].size(1)
         assert (out_p[0][:, n:] == torch.finfo(torch.float64).min).all()
         torch.testing.assert_close(

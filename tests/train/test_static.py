@@ -61,13 +61,16 @@ def test_training_loop_padded_equals_unpadded(molecule_run, tmp_path):
         run_dir = os.path.join(cfg.out_dir, 'mol', '0')
         runs[static] = run_dir
     # float32: the sums run in another order (the float64 equality of every
-    # branch, encoder and head is tests/loader/test_pad.py)
-    for split in ('train', 'val', 'test'):
+    # branch, encoder and head is tests/loader/test_pad.py). The training
+    # losses agree to about 1e-7; the evaluations after Adam's steps differ
+    # by up to about 2e-4 (relative): the rounding differences of the steps,
+    # which Adam's normalised update enlarges (see below).
+    for split, rel in (('train', 1e-5), ('val', 5e-4), ('test', 5e-4)):
         plain, padded = stats(runs[False], split), stats(runs[True], split)
         assert len(plain) == len(padded) == 3
         for a, b in zip(plain, padded):
-            assert b['loss'] == pytest.approx(a['loss'], rel=1e-4)
-            assert b['mae'] == pytest.approx(a['mae'], rel=1e-4)
+            assert b['loss'] == pytest.approx(a['loss'], rel=rel)
+            assert b['mae'] == pytest.approx(a['mae'], rel=rel)
     # (The weights are not compared: the bias before a batch norm has a zero
     # gradient up to rounding, which Adam's normalised step turns into
     # different noise on either path.)
@@ -166,25 +169,35 @@ def test_failed_check_trains_eagerly(molecule_run, tmp_path, monkeypatch):
     assert log.count('fast path off, training eagerly') == 1
 
 
+#: Layer types of the compile test: message passing with GEANet, and the
+#: dense attention branches (Transformer; CSA with its pair encoder; MNA).
+GEA = ['gea.n_heads', '2', 'gea.num_slots', '4', 'gea.edge_norm', 'batch']
+HEADS = ['gt.n_heads', '2']
+COMPILED = {'GINE+None+GEANet': GEA,
+            'GatedGCN+Transformer+GEANet': GEA + HEADS,
+            'None+CSA+None': HEADS, 'None+MNA+None': HEADS}
+
+
+@pytest.mark.parametrize('layer_type', list(COMPILED))
 @pytest.mark.parametrize('backend', [
     'aot_eager',
     pytest.param('inductor', marks=pytest.mark.skipif(
         not os.environ.get('GRAPHGPS_EXT_INDUCTOR_TEST'),
         reason='inductor code generation takes minutes on a small CPU host; '
                'set GRAPHGPS_EXT_INDUCTOR_TEST=1 to run it'))])
-def test_compile_once_per_capacity_never_after_warm_up(backend):
+def test_compile_once_per_capacity_never_after_warm_up(backend, layer_type):
     """torch.compile on static shapes: one graph per capacity bucket, no
-    recompilation when later batches of other sizes reuse a bucket.
-    (``aot_eager``: dynamo and AOT autograd as on a GPU, without the
-    inductor's code generation, to stay within seconds on a CPU.)"""
+    recompilation when later batches of other sizes reuse a bucket, also
+    for the dense attention layout (``[graphs, graph_nodes]`` of the
+    capacity). (``aot_eager``: dynamo and AOT autograd as on a GPU, without
+    the inductor's code generation, to stay within seconds on a CPU.)"""
     from torch._dynamo.utils import counters
     from torch_geometric.data import Batch
 
     from graphgps_ext.loader.pad import pad_batch, trim
     from graphgps_ext.network import GPSModel
-    cfg = load_cfg(None, ['gt.layer_type', 'GINE+None+GEANet', 'gt.layers', '1',
-                          'gt.dim_hidden', '8', 'gea.n_heads', '2',
-                          'gea.num_slots', '4', 'gea.edge_norm', 'batch'])
+    cfg = load_cfg(None, ['gt.layer_type', layer_type, 'gt.layers', '1',
+                          'gt.dim_hidden', '8'] + COMPILED[layer_type])
     torch.manual_seed(0)
     model = GPSModel(cfg, GRAPH_TASK)
     assert speed.capacity_static(model)
@@ -215,8 +228,9 @@ def test_compile_once_per_capacity_never_after_warm_up(backend):
     assert not counters['recompiles'] and not counters['graph_break']
 
 
-def test_attention_models_keep_dynamic_shapes():
+def test_attention_models_compile_static():
     from graphgps_ext.network import GPSModel
     cfg = molecule_cfg('/nonexistent')
     model = GPSModel(cfg, GRAPH_TASK)
-    assert not speed.capacity_static(model)  # Transformer: dense layout
+    # Transformer: the dense layout is the capacity's [graphs, graph_nodes]
+    assert speed.capacity_static(model)
