@@ -54,6 +54,7 @@ import yaml
 
 from graphgps_ext.config import read_yaml, set_key
 from graphgps_ext.files import write_text
+from graphgps_ext.run_dir import RunRoot
 from graphgps_ext.sweep.plan import SweepError, never_leaves_warmup
 
 _ALIAS = re.compile(r'[A-Za-z0-9_.+]+')
@@ -249,7 +250,7 @@ def _identity(folder: str, fp: Optional[str]) -> Optional[Dict[str, Any]]:
     if not os.path.isdir(folder):
         return None
     for entry in sorted(os.listdir(folder)):
-        path = os.path.join(folder, entry, 'done')
+        path = RunRoot(folder).seed(entry).done
         if not (entry.isdigit() and os.path.isfile(path)):
             continue
         try:
