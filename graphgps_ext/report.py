@@ -66,7 +66,7 @@ from graphgps_ext.config import ConfigError, flatten, read_yaml
 from graphgps_ext.files import read_jsonl, write_text
 from graphgps_ext.identity import read_done
 from graphgps_ext.run_config import config_name
-from graphgps_ext.run_dir import RunRoot
+from graphgps_ext.run_dir import Results, RunRoot
 from graphgps_ext.seed_folder import check_seed, seed_folders
 from graphgps_ext.seeds import parse_seeds
 from graphgps_ext.task import SPLITS
@@ -757,7 +757,7 @@ def write_report(results_dir: str = 'results', tables_path: str = 'run/tables.ts
                                if t['name'] == name and t['metric'] not in ('', '-')), None)
                 plot_curves(res, RunRoot(os.path.join(results_dir, name)).curves, metric)
     text = render(rows, extra, results_dir, len(names_with_results))
-    out_path = out_path or os.path.join(results_dir, 'REPORT.md')
+    out_path = out_path or Results(results_dir).report
     os.makedirs(os.path.dirname(out_path) or '.', exist_ok=True)
     write_text(out_path, text + '\n')
     return text, rows
@@ -796,7 +796,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         return 2
     for line in verdict_lines(rows):
         print(line)
-    print(f'wrote {args.out or os.path.join(args.results, "REPORT.md")}')
+    print(f'wrote {args.out or Results(args.results).report}')
     return 0
 
 

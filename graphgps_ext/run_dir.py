@@ -1,9 +1,14 @@
 """The results tree, named in one place.
 
-Every file name of a run's folders lives here; every other module asks
-these two classes for its paths (``tests/test_run_dir.py`` checks that no
+Every file name of the results tree lives here; every other module asks
+these classes for its paths (``tests/test_run_dir.py`` checks that no
 other module spells one)::
 
+    <out_dir>/                         Results
+        REPORT.md                      python -m graphgps_ext.report
+        _search/<task>/                a grid search: search.json, configs/,
+                                       summary.csv, chosen.yaml
+        _slurm/                        the launcher's sbatch scripts and output
     <out_dir>/<run_name>/              RunRoot
         <seed>/                        RunDir: one seed folder
             lock                       held by the process that runs the seed
@@ -254,3 +259,40 @@ class RunRoot:
 
     def seed_log(self, seed: int) -> str:
         return os.path.join(self.path, self.seed_log_name(seed))
+
+
+class Results:
+    """The results tree ``<out_dir>/``: the run folders, the report, the
+    grid searches and the launcher's SLURM files."""
+    REPORT = 'REPORT.md'
+    SEARCHES = '_search'
+    SLURM = '_slurm'
+    #: A search folder's files.
+    SEARCH = 'search.json'
+    CONFIGS = 'configs'
+    SUMMARY = 'summary.csv'
+    CHOSEN = 'chosen.yaml'
+
+    def __init__(self, path: PathLike):
+        self.path = os.fspath(path)
+
+    def __fspath__(self) -> str:
+        return self.path
+
+    def __repr__(self) -> str:
+        return f'Results({self.path!r})'
+
+    def run(self, run_name: str) -> RunRoot:
+        return RunRoot(os.path.join(self.path, run_name))
+
+    @property
+    def report(self) -> str:
+        return os.path.join(self.path, self.REPORT)
+
+    @property
+    def slurm(self) -> str:
+        return os.path.join(self.path, self.SLURM)
+
+    def search(self, task: str) -> str:
+        """The folder of the grid search ``task``."""
+        return os.path.join(self.path, self.SEARCHES, task)

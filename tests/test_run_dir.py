@@ -9,7 +9,7 @@ import os
 import pytest
 
 import graphgps_ext
-from graphgps_ext.run_dir import FINGERPRINT_LINE, RunDir, RunRoot
+from graphgps_ext.run_dir import FINGERPRINT_LINE, Results, RunDir, RunRoot
 from graphgps_ext.seed_folder import CHECKED_FILES, RUN_ENTRIES, is_run_entry
 from graphgps_ext.train.checkpoint import previous_path
 
@@ -17,13 +17,17 @@ PACKAGE_DIR = os.path.dirname(graphgps_ext.__file__)
 REPO_DIR = os.path.dirname(PACKAGE_DIR)
 OWNER = os.path.join(PACKAGE_DIR, 'run_dir.py')
 
-#: Every name the owner declares (the seed folder's and the run folder's).
+#: Every name the owner declares (the seed folder's, the run folder's and the
+#: results tree's; ``Results.CONFIGS`` is left out: ``configs`` is also the
+#: repository's config folder).
 OWNED = {
     RunDir.LOCK, RunDir.CONFIG, RunDir.DATA, RunDir.SPLIT_INDICES, RunDir.LOG,
     RunDir.STATS, RunDir.BEST, RunDir.CKPT, RunDir.HISTORY, RunDir.WANDB,
     RunDir.DONE, RunDir.PENDING, RunDir.MANIFEST, RunDir.TRASH,
     'last.pt', 'best.pt', 'last.prev.pt', 'last.corrupt.pt',
     RunRoot.AGG, RunRoot.CURVES, RunRoot.LOGS,
+    Results.REPORT, Results.SEARCHES, Results.SLURM, Results.SEARCH,
+    Results.SUMMARY, Results.CHOSEN,
 }
 #: Literals equal to an owned name that do not name a file, with the reason.
 NOT_A_FILE = {
@@ -67,6 +71,16 @@ def test_run_folder_paths(tmp_path):
     assert root.curves == os.path.join(base, 'agg', 'curves.png')
     assert root.seed_log(7) == os.path.join(base, 'logs', 'seed7.log')
     assert RunRoot.seed_log_name('$seed') == 'logs/seed$seed.log'
+
+
+def test_results_tree_paths(tmp_path):
+    res = Results(tmp_path)
+    assert res.run('zinc').seed(1).path == os.path.join(tmp_path, 'zinc', '1')
+    assert res.report == os.path.join(tmp_path, 'REPORT.md')
+    assert res.slurm == os.path.join(tmp_path, '_slurm')
+    assert res.search('quick_grid_g') == os.path.join(tmp_path, '_search', 'quick_grid_g')
+    assert (Results.SEARCH, Results.SUMMARY, Results.CHOSEN, Results.CONFIGS) == (
+        'search.json', 'summary.csv', 'chosen.yaml', 'configs')
 
 
 def test_entries_and_checked_files():
@@ -145,7 +159,7 @@ def test_no_run_file_name_outside_its_owner():
 def test_the_owner_declares_them():
     assert {v for _, v in literal_uses(OWNER)} >= {
         'lock', 'config.yaml', 'best.json', 'stats.json', 'done', 'ckpt',
-        'agg', 'logs', 'events.out.tfevents'}
+        'agg', 'logs', 'events.out.tfevents', 'REPORT.md', '_search', '_slurm'}
 
 
 @pytest.mark.parametrize('text, bad', [
