@@ -50,6 +50,7 @@ from graphgps_ext.task import SPLITS
 
 # Files of agg/<split>/ that this module writes (and replaces or removes).
 _AGG_FILES = (RunDir.BEST, RunDir.STATS)
+_DONE = repr(RunDir.DONE)  # as messages quote it
 
 
 class MixedRunsError(ValueError):
@@ -219,13 +220,13 @@ def main(argv: Optional[List[str]] = None) -> int:
         description='Aggregate the seeds of results/<name> into results/<name>/agg.')
     parser.add_argument('root', help='results/<name>')
     parser.add_argument('--include-unfinished', action='store_true',
-                        help="also use seeds without a 'done' marker "
+                        help=f'also use seeds without a {_DONE} marker '
                              '(their best so far)')
     parser.add_argument('--seeds', default=None,
                         help='comma-separated seeds you expect; missing ones are reported')
     parser.add_argument('--fingerprint', default=None,
                         help="only the finished seeds of this config (the 'fingerprint' "
-                             "of their 'done' marker); the others are reported")
+                             f'of their {_DONE} marker); the others are reported')
     args = parser.parse_args(argv)
     try:
         expected = ([int(s) for s in args.seeds.split(',') if s.strip()]
@@ -245,7 +246,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     if result['other']:
         print(f"finished with another config (not aggregated): {result['other']}")
     if result['unfinished']:
-        print("unfinished (no 'done' marker"
+        print(f'unfinished (no {_DONE} marker'
               + (', included' if args.include_unfinished else ', skipped')
               + f"): {result['unfinished']}")
     if result['missing']:

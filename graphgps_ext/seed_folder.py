@@ -284,6 +284,7 @@ def recover(run_dir: str) -> List[str]:
 CHECKED_FILES = RunDir.checked_files()
 _SPLITS = RunDir.SPLITS
 _TRAIN_STATS = RunDir.stats_name('train')
+_DONE = repr(RunDir.DONE)  # as messages quote it
 
 
 def seed_folders(root: str, duplicates: Optional[List[str]] = None) -> List[str]:
@@ -414,7 +415,7 @@ def check_seed(run_dir: str, done: Optional[Dict[str, Any]] = None,
     if done is not None and isinstance(done.get('epochs'), int) \
             and len(epochs) != done['epochs']:
         raise _damaged(run_dir, _TRAIN_STATS, f'holds {len(epochs)} epoch(s) '
-                       f"but the run finished after {done['epochs']} ('done')")
+                       f"but the run finished after {done['epochs']} ({_DONE})")
     if last_epoch is not None and len(epochs) <= last_epoch:
         raise _damaged(run_dir, _TRAIN_STATS, f'ends at epoch '
                        f'{epochs[-1] if epochs else "(none)"} but the checkpoint '
@@ -438,7 +439,7 @@ def check_seed(run_dir: str, done: Optional[Dict[str, Any]] = None,
         if done is not None and done.get('best_epoch') is not None \
                 and best['epoch'] != done['best_epoch']:
             raise _damaged(run_dir, RunDir.BEST, f"is of epoch {best['epoch']} but "
-                           f"'done' records the best epoch {done['best_epoch']}")
+                           f"{_DONE} records the best epoch {done['best_epoch']}")
         for split in _SPLITS:
             at = [r for r in stats[split] if r['epoch'] == best['epoch']]
             mine = best.get(split)
@@ -455,7 +456,7 @@ def check_seed(run_dir: str, done: Optional[Dict[str, Any]] = None,
                 if now != digest:
                     raise _damaged(run_dir, name, 'is missing' if now is None else
                                    'was changed after the run finished (its '
-                                   "SHA-256 differs from the one in 'done')")
+                                   f'SHA-256 differs from the one in {_DONE})')
         fp = done.get('fingerprint')
         if fp:
             first = ''
@@ -466,7 +467,7 @@ def check_seed(run_dir: str, done: Optional[Dict[str, Any]] = None,
                 pass
             if first != FINGERPRINT_LINE.format(fp):
                 raise _damaged(run_dir, RunDir.CONFIG, 'does not carry the '
-                               f"fingerprint {fp} recorded in 'done' (edited or "
+                               f'fingerprint {fp} recorded in {_DONE} (edited or '
                                'replaced after the run finished)')
     return {'best': best, 'stats': stats}
 
