@@ -44,12 +44,13 @@ import numpy as np
 
 from graphgps_ext.files import write_text
 from graphgps_ext.identity import diff, format_changes, read_done
-from graphgps_ext.logger import STATS_FILE
+from graphgps_ext.run_dir import RunDir, RunRoot
 from graphgps_ext.seed_folder import SeedFolderError, check_seed, seed_folders
 from graphgps_ext.task import SPLITS
 
 # Files of agg/<split>/ that this module writes (and replaces or removes).
-_AGG_FILES = ('best.json', STATS_FILE)
+_AGG_FILES = (RunDir.BEST, RunDir.STATS)
+_DONE = repr(RunDir.DONE)  # as messages quote it
 
 
 class MixedRunsError(ValueError):
@@ -79,8 +80,7 @@ def find_seeds(root: str, duplicates: Optional[List[str]] = None):
     already counted) is left out, and its name appended to ``duplicates``."""
     finished, unfinished = [], []
     for entry in seed_folders(root, duplicates):
-        path = os.path.join(root, entry)
-        (finished if os.path.exists(os.path.join(path, 'done'))
+        (finished if os.path.exists(RunRoot(root).seed(entry).done)
          else unfinished).append(int(entry))
     return sorted(finished), sorted(unfinished)
 
@@ -155,9 +155,9 @@ def aggregate(root: str, include_unfinished: bool = False,
               'no_best': no_best}
     if not used:
         return result
-    agg_dir = os.path.join(root, 'agg')
+    run_root = RunRoot(root)
     for split in SPLITS:
-        split_dir = os.path.join(agg_dir, split)
+        split_dir = run_root.agg_split(split)
         records = []
         for seed in used:
             if split in bests[seed]:
@@ -175,7 +175,7 @@ def aggregate(root: str, include_unfinished: bool = False,
             best['mode'] = bests[used[0]]['mode']
         result['best'][split] = best
         # One line, as GraphGym's agg/<split>/best.json (its agg_batch reads it).
-        write_text(os.path.join(split_dir, 'best.json'), json.dumps(best) + '\n')
+        write_text(run_root.agg_best(split), json.dumps(best) + '\n')
         per_epoch: Dict[int, List[Dict]] = {}
         for seed in used:
             for rec in stats[seed][split]:
@@ -187,7 +187,7 @@ def aggregate(root: str, include_unfinished: bool = False,
             row.pop('epoch_std', None)
             row['num_seeds'] = len(per_epoch[epoch])
             lines.append(json.dumps(row) + '\n')
-        write_text(os.path.join(split_dir, STATS_FILE), ''.join(lines))
+        write_text(run_root.agg_stats(split), ''.join(lines))
     return result
 
 
@@ -220,13 +220,13 @@ def main(argv: Optional[List[str]] = None) -> int:
         description='Aggregate the seeds of results/<name> into results/<name>/agg.')
     parser.add_argument('root', help='results/<name>')
     parser.add_argument('--include-unfinished', action='store_true',
-                        help="also use seeds without a 'done' marker "
+                        help=f'also use seeds without a {_DONE} marker '
                              '(their best so far)')
     parser.add_argument('--seeds', default=None,
                         help='comma-separated seeds you expect; missing ones are reported')
     parser.add_argument('--fingerprint', default=None,
                         help="only the finished seeds of this config (the 'fingerprint' "
-                             "of their 'done' marker); the others are reported")
+                             f'of their {_DONE} marker); the others are reported')
     args = parser.parse_args(argv)
     try:
         expected = ([int(s) for s in args.seeds.split(',') if s.strip()]
@@ -246,7 +246,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     if result['other']:
         print(f"finished with another config (not aggregated): {result['other']}")
     if result['unfinished']:
-        print("unfinished (no 'done' marker"
+        print(f'unfinished (no {_DONE} marker'
               + (', included' if args.include_unfinished else ', skipped')
               + f"): {result['unfinished']}")
     if result['missing']:
@@ -257,8 +257,8 @@ def main(argv: Optional[List[str]] = None) -> int:
         print('counted once (a second name of a seed folder): '
               + ', '.join(result['duplicates']))
     print(format_table(result))
-    if not result['used'] and os.path.isdir(os.path.join(args.root, 'agg')):
-        print(f'{args.root}/agg left as it was')
+    if not result['used'] and os.path.isdir(RunRoot(args.root).agg):
+        print(f'{RunRoot(args.root).agg} left as it was')
     if not result['used']:
         print(f'error: {args.root} has no seed to aggregate', file=sys.stderr)
     return 0 if result['used'] else 2

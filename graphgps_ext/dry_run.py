@@ -33,6 +33,8 @@ from typing import Callable, List, Optional, Sequence
 import torch
 from torch import nn
 
+from graphgps_ext.run_dir import RunDir
+
 
 @dataclass
 class DryRun:
@@ -65,7 +67,7 @@ class DryRun:
         return self.cfg.run_name
 
     def run_dir(self, seed: int) -> str:
-        return os.path.join(self.cfg.out_dir, self.cfg.run_name, str(seed))
+        return RunDir.of(self.cfg.out_dir, self.cfg.run_name, seed).path
 
 
 def _count(module: nn.Module) -> int:

@@ -30,6 +30,7 @@ from yacs.config import CfgNode
 
 from graphgps_ext.config import (effective_values, flatten, key_matches, resumable_keys,
                                  volatile_keys)
+from graphgps_ext.run_dir import RunDir
 from graphgps_ext.seed_folder import SeedFolderError, check_seed
 
 #: Stands for a key that one of two identities does not have.
@@ -101,7 +102,7 @@ def resume_changes(old: Dict[str, Any], new: Dict[str, Any]
 def read_done(run_dir: str) -> Optional[Dict[str, Any]]:
     """The ``done`` marker of a seed folder as a dict (``{}`` when it is not
     JSON, e.g. written by hand), or ``None`` when there is none."""
-    path = os.path.join(run_dir, 'done')
+    path = RunDir(run_dir).done
     if not os.path.exists(path):
         return None
     try:
@@ -148,7 +149,8 @@ def seed_status(run_dir: str, ident: Dict[str, Any]) -> SeedStatus:
     done = read_done(run_dir)
     if done is None:
         busy = os.path.isdir(run_dir) and any(
-            e in os.listdir(run_dir) for e in ('config.yaml', 'ckpt', 'train'))
+            e in os.listdir(run_dir) for e in (RunDir.CONFIG, RunDir.CKPT,
+                                               RunDir.SPLITS[0]))
         return SeedStatus('unfinished' if busy else 'new')
     if done.get('fingerprint') == fingerprint(ident):
         try:

@@ -48,11 +48,12 @@ from urllib.parse import urlparse
 
 from graphgps_ext.dist import get_rank, is_main_process
 from graphgps_ext.files import read_jsonl, write_guard, write_json, write_text
+from graphgps_ext.run_dir import RunDir
 from graphgps_ext.task import SPLITS
 
 #: Per-split stats file of a run (and of ``agg/``): one JSON object per line,
 #: GraphGym's name (``torch_geometric.graphgym.utils.agg_runs`` reads it).
-STATS_FILE = 'stats.json'
+STATS_FILE = RunDir.STATS
 LOGGER_NAME = 'graphgps_ext'
 
 
@@ -124,7 +125,7 @@ def attach_run_log(run_dir: str) -> logging.Logger:
     log = get_logger()
     if not is_main_process():
         return log
-    path = os.path.join(run_dir, 'logging.log')
+    path = RunDir(run_dir).log
     with write_guard(path):
         os.makedirs(run_dir, exist_ok=True)
         fh = _RunFileHandler(path)
@@ -148,7 +149,7 @@ def _formatter() -> logging.Formatter:
 def truncate_stats(run_dir: str, last_epoch: int):
     """Drop the stats lines after ``last_epoch`` (resume from a checkpoint)."""
     for split in SPLITS:
-        path = os.path.join(run_dir, split, STATS_FILE)
+        path = RunDir(run_dir).stats(split)
         if not os.path.exists(path):
             continue
         keep = [r for r in read_jsonl(path) if r['epoch'] <= last_epoch]
@@ -196,7 +197,7 @@ def _tfrecords(path: str) -> Iterator[bytes]:
 
 def event_files(run_dir: str) -> List[str]:
     """The TensorBoard event files of a run, oldest first."""
-    return sorted(glob.glob(os.path.join(run_dir, 'events.out.tfevents.*')))
+    return sorted(glob.glob(RunDir(run_dir).events_glob))
 
 
 def tensorboard_scalars(run_dir: str, exclude: Sequence[str] = ()
@@ -260,7 +261,7 @@ def _wandb_payloads(path: str) -> Iterator[bytes]:
 
 def wandb_offline_runs(run_dir: str) -> List[str]:
     """The W&B offline run folders of a run, oldest first."""
-    return sorted(glob.glob(os.path.join(run_dir, 'wandb', 'offline-run-*')))
+    return sorted(glob.glob(os.path.join(RunDir(run_dir).wandb, 'offline-run-*')))
 
 
 def wandb_offline_records(run_dir: str, exclude: Sequence[str] = ()
@@ -318,8 +319,8 @@ class RunLogger:
         if not self.main:
             return
         for split in SPLITS:
-            with write_guard(os.path.join(run_dir, split)):
-                os.makedirs(os.path.join(run_dir, split), exist_ok=True)
+            with write_guard(RunDir(run_dir).split_dir(split)):
+                os.makedirs(RunDir(run_dir).split_dir(split), exist_ok=True)
         if cfg.tensorboard.use:
             from tensorboardX import SummaryWriter
             self._tb_earlier = event_files(run_dir)
@@ -335,7 +336,7 @@ class RunLogger:
         if mode == 'online' and not has_wandb_key():
             self.log.warning('wandb.mode online but no W&B API key found '
                              '(WANDB_API_KEY or ~/.netrc): logging offline to '
-                             f'{self.run_dir}/wandb; upload later with '
+                             f'{RunDir(self.run_dir).wandb}; upload later with '
                              '`wandb sync <that folder>/offline-run-*`')
             mode = 'offline'
         import wandb
@@ -353,7 +354,7 @@ class RunLogger:
         """Append ``records[split]`` to the stats files, log one line."""
         if self.main:
             for split, rec in records.items():
-                path = os.path.join(self.run_dir, split, STATS_FILE)
+                path = RunDir(self.run_dir).stats(split)
                 with write_guard(path), open(path, 'a') as f:
                     f.write(json.dumps(rec) + '\n')
                 scalars = {k: v for k, v in rec.items()
@@ -381,7 +382,7 @@ class RunLogger:
         """Write ``best.json`` and the W&B ``best/*`` summary values."""
         if not self.main:
             return
-        write_json(os.path.join(self.run_dir, 'best.json'), best)
+        write_json(RunDir(self.run_dir).best, best)
         if self.wandb is not None:
             for split in SPLITS:
                 for k, v in best.get(split, {}).items():
@@ -399,7 +400,7 @@ class RunLogger:
             return done
         epochs: Dict[int, Dict[str, float]] = {}
         for split in SPLITS:
-            path = os.path.join(self.run_dir, split, STATS_FILE)
+            path = RunDir(self.run_dir).stats(split)
             if not os.path.exists(path):
                 continue
             for rec in read_jsonl(path):

@@ -65,8 +65,8 @@ import numpy as np
 from graphgps_ext.config import ConfigError, flatten, read_yaml
 from graphgps_ext.files import read_jsonl, write_text
 from graphgps_ext.identity import read_done
-from graphgps_ext.logger import STATS_FILE
 from graphgps_ext.run_config import config_name
+from graphgps_ext.run_dir import Results, RunRoot
 from graphgps_ext.seed_folder import check_seed, seed_folders
 from graphgps_ext.seeds import parse_seeds
 from graphgps_ext.task import SPLITS
@@ -189,9 +189,11 @@ def load_results(results_dir: str, name: str, curves: bool = True) -> Optional[C
     base = os.path.join(results_dir, name)
     if not os.path.isdir(base):
         return None
+    run_root = RunRoot(base)
     seeds = []
     for entry in seed_folders(base):
-        path = os.path.join(base, entry)
+        folder = run_root.seed(entry)
+        path = folder.path
         done_info = read_done(path)
         done = done_info is not None
         # Checked before anything is reported (a damaged seed raises
@@ -204,14 +206,14 @@ def load_results(results_dir: str, name: str, curves: bool = True) -> Optional[C
         elif record['stats'].get('train'):
             epochs = record['stats']['train'][-1]['epoch'] + 1
         seeds.append(SeedResult(int(entry), done, record['best'],
-                                epochs, _read_yaml(os.path.join(path, 'config.yaml')), stats,
-                                _read_json(os.path.join(path, 'data.json'))))
+                                epochs, _read_yaml(folder.config), stats,
+                                _read_json(folder.data)))
     agg = {}
     for split in SPLITS:
-        best = _read_json(os.path.join(base, 'agg', split, 'best.json'))
+        best = _read_json(run_root.agg_best(split))
         if isinstance(best, dict):
             agg[split] = best
-    agg_stats = {s: read_jsonl(os.path.join(base, 'agg', s, STATS_FILE))
+    agg_stats = {s: read_jsonl(run_root.agg_stats(s))
                  for s in SPLITS} if agg and (curves or not seeds) else {}
     if not seeds and not agg:
         return None
@@ -668,7 +670,7 @@ def render(rows: List[Row], extra: List[Tuple[str, str]], results_dir: str,
                       'paper seeds | Δ/σ | Welch p | verdict | epochs | caveats |',
                       '|---|---|---|---|---|---|---|---|---|---|---|---|---|']
             for r in by_paper[paper][table]:
-                curve = os.path.join(results_dir, r.name, 'agg', 'curves.png')
+                curve = RunRoot(os.path.join(results_dir, r.name)).curves
                 cfg = f'`{r.name}`' + (f' ([curves]({os.path.relpath(curve, results_dir)}))'
                                        if os.path.exists(curve) else '')
                 lines.append('| ' + ' | '.join(esc(x) for x in (
@@ -753,9 +755,9 @@ def write_report(results_dir: str = 'results', tables_path: str = 'run/tables.ts
             if res is not None:
                 metric = next((t['metric'] for t in tables
                                if t['name'] == name and t['metric'] not in ('', '-')), None)
-                plot_curves(res, os.path.join(results_dir, name, 'agg', 'curves.png'), metric)
+                plot_curves(res, RunRoot(os.path.join(results_dir, name)).curves, metric)
     text = render(rows, extra, results_dir, len(names_with_results))
-    out_path = out_path or os.path.join(results_dir, 'REPORT.md')
+    out_path = out_path or Results(results_dir).report
     os.makedirs(os.path.dirname(out_path) or '.', exist_ok=True)
     write_text(out_path, text + '\n')
     return text, rows
@@ -794,7 +796,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         return 2
     for line in verdict_lines(rows):
         print(line)
-    print(f'wrote {args.out or os.path.join(args.results, "REPORT.md")}')
+    print(f'wrote {args.out or Results(args.results).report}')
     return 0
 
 

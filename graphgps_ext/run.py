@@ -68,6 +68,7 @@ from graphgps_ext.identity import (fingerprint, format_changes, identity,
 from graphgps_ext.logger import (RunLogger, attach_run_log, get_logger,
                                  setup_logging, truncate_stats)
 from graphgps_ext.run_config import finalize_cfg
+from graphgps_ext.run_dir import FINGERPRINT_LINE, RunDir
 from graphgps_ext.seed_folder import (Replacement, SeedFolderError, SeedLock,
                                       SeedLocked, check_seed, file_digests,
                                       recover, run_entries)
@@ -77,8 +78,6 @@ from graphgps_ext.train.checkpoint import CheckpointError
 from graphgps_ext.train.loop import NonFiniteLossError, Trainer
 from graphgps_ext.train.loss import LOSSES
 from graphgps_ext.train.rng import seed_everything
-
-HISTORY_FILE = 'resume_history.jsonl'
 
 
 class StartRefused(Exception):
@@ -101,7 +100,7 @@ def make_loaders(cfg, bundle, rank: int = 0, world_size: int = 1,
 
 
 def run_dir_of(cfg) -> str:
-    return os.path.join(cfg.out_dir, cfg.run_name, str(cfg.seed))
+    return RunDir.of(cfg.out_dir, cfg.run_name, cfg.seed).path
 
 
 def build_model(cfg, task) -> torch.nn.Module:
@@ -127,7 +126,7 @@ def resume_command(cfg_file: Optional[str], opts: Sequence[str], seed: int,
 def write_config(cfg, path: str, fp: str):
     """``config.yaml``: ``# fingerprint: <fp>``, then the config as YAML
     (atomically; the file loads as a config)."""
-    write_text(path, f'# fingerprint: {fp}\n{cfg.dump()}')
+    write_text(path, FINGERPRINT_LINE.format(fp) + '\n' + cfg.dump())
 
 
 @dataclass
@@ -234,7 +233,7 @@ def decide(cfg, run_dir: str, ident: Dict[str, Any], overwrite: bool
                     '--overwrite to replace it with a run of this config')
         (log.info if status.state == 'complete' else log.warning)(note)
         return Plan('skip', note), None
-    last = os.path.join(run_dir, 'ckpt', 'last.pt')
+    last = RunDir(run_dir).last_ckpt
     if (cfg.train.auto_resume and not overwrite and status.done is None
             and ckpt.has_checkpoint(last)):
         state, used, warning = ckpt.load_latest(last)
@@ -246,7 +245,7 @@ def decide(cfg, run_dir: str, ident: Dict[str, Any], overwrite: bool
             log.warning(warning)
             if os.path.exists(last):  # kept for inspection, out of the way
                 with write_guard(last):
-                    os.replace(last, os.path.join(run_dir, 'ckpt', 'last.corrupt.pt'))
+                    os.replace(last, RunDir(run_dir).ckpt('last.corrupt'))
         changes = _resume_changes(state.get('identity'), ident, run_dir)
         return Plan('resume', f'resuming from {used}', used, changes), state
     old = run_entries(run_dir)
@@ -309,11 +308,12 @@ def prepare(cfg, plan: Plan, state: Optional[Dict[str, Any]]) -> SimpleNamespace
 
 
 def _write_run_files(cfg, run_dir: str, bundle, fp: str):
-    write_config(cfg, os.path.join(run_dir, 'config.yaml'), fp)
+    folder = RunDir(run_dir)
+    write_config(cfg, folder.config, fp)
     if getattr(bundle, 'info', None):
-        write_json(os.path.join(run_dir, 'data.json'), bundle.info)
+        write_json(folder.data, bundle.info)
     if getattr(bundle, 'split_indices', None) is not None:
-        ckpt.save(bundle.split_indices, os.path.join(run_dir, 'split_indices.pt'))
+        ckpt.save(bundle.split_indices, folder.split_indices)
 
 
 def start(cfg, run_dir: str, run: SimpleNamespace, plan: Plan,
@@ -393,7 +393,7 @@ def append_history(run_dir: str, last_epoch: int, plan: Plan):
         'checkpoint': os.path.relpath(plan.checkpoint, run_dir),
         'changes': [{'key': k, 'old': a, 'new': b} for k, a, b in plan.changes],
     }, default=str)
-    path = os.path.join(run_dir, HISTORY_FILE)
+    path = RunDir(run_dir).history
     with write_guard(path), open(path, 'a') as f:
         f.write(line + '\n')
 
@@ -451,7 +451,7 @@ def finish(run_dir: str, trainer: Trainer, best: Optional[Dict[str, Any]],
             f'{s} {metric} {best[s][metric]:.4g}' for s in ('train', 'val', 'test')
             if s in best))
     if dist.is_main_process():
-        write_json(os.path.join(run_dir, 'done'), {
+        write_json(RunDir(run_dir).done, {
             'finished': time.strftime('%Y-%m-%dT%H:%M:%S'),
             'epochs': trainer.last_epoch + 1,
             'seconds': round(seconds, 2),
@@ -465,7 +465,7 @@ def finish(run_dir: str, trainer: Trainer, best: Optional[Dict[str, Any]],
 
 
 def _read_best(run_dir: str) -> Optional[Dict[str, Any]]:
-    path = os.path.join(run_dir, 'best.json')
+    path = RunDir(run_dir).best
     if not os.path.exists(path):
         return None
     with open(path) as f:

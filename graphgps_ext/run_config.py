@@ -36,6 +36,7 @@ from graphgps_ext.loader.sources import check_dataset, spec_of
 from graphgps_ext.logger import get_logger
 from graphgps_ext.metrics import direction
 from graphgps_ext.register import register_all
+from graphgps_ext.run_dir import RunDir
 from graphgps_ext.task import TaskInfo
 from graphgps_ext.train.loss import LOSSES
 
@@ -112,7 +113,7 @@ def load_cfg(cfg_file: Optional[str] = None,
         cfg.run_name = config_name(cfg_file) if cfg_file else 'default'
     _check_paths(cfg)
     cfg.gnn.dim_inner = cfg.gt.dim_hidden
-    cfg.cfg_dest = 'config.yaml'
+    cfg.cfg_dest = RunDir.CONFIG
     _check_modules(cfg)
     return cfg
 

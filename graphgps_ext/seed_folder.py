@@ -38,19 +38,18 @@ import sys
 from typing import Any, Dict, List, Optional
 
 from graphgps_ext.files import write_guard, write_text
+from graphgps_ext.run_dir import FINGERPRINT_LINE, RunDir
 
-LOCK_NAME = 'lock'
+LOCK_NAME = RunDir.LOCK
 #: What a run writes into its seed folder (and a replacement moves).
-RUN_ENTRIES = ('done', 'config.yaml', 'logging.log', 'best.json', 'data.json',
-               'split_indices.pt', 'resume_history.jsonl', 'train', 'val',
-               'test', 'ckpt', 'wandb')
-_PENDING = '.replacing'
-_TRASH = '.replaced'
-_MANIFEST = 'manifest.json'
+RUN_ENTRIES = RunDir.ENTRIES
+_PENDING = RunDir.PENDING
+_TRASH = RunDir.TRASH
+_MANIFEST = RunDir.MANIFEST
 
 
 def is_run_entry(name: str) -> bool:
-    return name in RUN_ENTRIES or name.startswith('events.out.tfevents')
+    return RunDir.is_entry(name)
 
 
 def run_entries(run_dir: str) -> List[str]:
@@ -58,7 +57,7 @@ def run_entries(run_dir: str) -> List[str]:
     if not os.path.isdir(run_dir):
         return []
     names = [e for e in os.listdir(run_dir) if is_run_entry(e)]
-    return sorted(names, key=lambda e: (e != 'done', e))
+    return sorted(names, key=lambda e: (e != RunDir.DONE, e))
 
 
 def _remove(path: str):
@@ -261,7 +260,7 @@ def restore(run_dir: str) -> List[str]:
             _remove(os.path.join(run_dir, name))
     # ``done`` last, so that the folder is never marked finished while its
     # other entries are still missing.
-    for name in sorted(moved, key=lambda n: n == 'done'):
+    for name in sorted(moved, key=lambda n: n == RunDir.DONE):
         with write_guard(run_dir):
             os.replace(os.path.join(pending, name), os.path.join(run_dir, name))
     _remove(pending)
@@ -282,9 +281,10 @@ def recover(run_dir: str) -> List[str]:
 # ---------------------------------------------------------------- reading --
 #: Files of a finished run whose SHA-256 the ``done`` marker records: a
 #: reader refuses a seed whose file changed after the run finished.
-CHECKED_FILES = ('config.yaml', 'best.json', 'train/stats.json', 'val/stats.json',
-                 'test/stats.json')
-_SPLITS = ('train', 'val', 'test')
+CHECKED_FILES = RunDir.checked_files()
+_SPLITS = RunDir.SPLITS
+_TRAIN_STATS = RunDir.stats_name('train')
+_DONE = repr(RunDir.DONE)  # as messages quote it
 
 
 def seed_folders(root: str, duplicates: Optional[List[str]] = None) -> List[str]:
@@ -343,7 +343,7 @@ def read_stats(run_dir: str, split: str) -> List[Dict[str, Any]]:
     JSON object with an integer ``epoch``, epochs strictly increasing (a torn
     last line, left by a kill mid-write, is dropped). ``[]`` without a file.
     Raises :class:`SeedFolderError` naming the seed folder and the file."""
-    name = f'{split}/stats.json'
+    name = RunDir.stats_name(split)
     path = os.path.join(run_dir, name)
     if not os.path.exists(path):
         return []
@@ -376,17 +376,17 @@ def read_stats(run_dir: str, split: str) -> List[Dict[str, Any]]:
 def read_best(run_dir: str) -> Optional[Dict[str, Any]]:
     """``best.json`` of a seed folder, checked to be a JSON object with an
     integer ``epoch`` and a ``metric`` (``None`` when there is none)."""
-    path = os.path.join(run_dir, 'best.json')
+    path = RunDir(run_dir).best
     if not os.path.exists(path):
         return None
     try:
         with open(path, encoding='utf-8') as f:
             best = json.load(f)
     except (OSError, ValueError) as err:
-        raise _damaged(run_dir, 'best.json', f'is not valid JSON ({err})') from None
+        raise _damaged(run_dir, RunDir.BEST, f'is not valid JSON ({err})') from None
     if not isinstance(best, dict) or not isinstance(best.get('epoch'), int) \
             or 'metric' not in best:
-        raise _damaged(run_dir, 'best.json', "is not a best-epoch record (a JSON "
+        raise _damaged(run_dir, RunDir.BEST, "is not a best-epoch record (a JSON "
                        "object with an integer 'epoch' and a 'metric')")
     return best
 
@@ -410,44 +410,44 @@ def check_seed(run_dir: str, done: Optional[Dict[str, Any]] = None,
     epochs = [r['epoch'] for r in stats['train']]
     if epochs != list(range(len(epochs))):
         gap = next(i for i, e in enumerate(epochs) if e != i)
-        raise _damaged(run_dir, 'train/stats.json', f'has no record of epoch {gap} '
+        raise _damaged(run_dir, _TRAIN_STATS, f'has no record of epoch {gap} '
                        f'(its epochs: {_span(epochs)})')
     if done is not None and isinstance(done.get('epochs'), int) \
             and len(epochs) != done['epochs']:
-        raise _damaged(run_dir, 'train/stats.json', f'holds {len(epochs)} epoch(s) '
-                       f"but the run finished after {done['epochs']} ('done')")
+        raise _damaged(run_dir, _TRAIN_STATS, f'holds {len(epochs)} epoch(s) '
+                       f"but the run finished after {done['epochs']} ({_DONE})")
     if last_epoch is not None and len(epochs) <= last_epoch:
-        raise _damaged(run_dir, 'train/stats.json', f'ends at epoch '
+        raise _damaged(run_dir, _TRAIN_STATS, f'ends at epoch '
                        f'{epochs[-1] if epochs else "(none)"} but the checkpoint '
                        f'is of epoch {last_epoch}')
     for split in ('val', 'test'):
         got = [r['epoch'] for r in stats[split]]
-        name = f'{split}/stats.json'
+        name = RunDir.stats_name(split)
         if os.path.exists(os.path.join(run_dir, name)) and epochs and \
                 (not got or got[0] != 0):
             raise _damaged(run_dir, name, 'has no record of epoch 0 (the first '
                            'epoch is always evaluated)')
         extra = sorted(set(got) - set(epochs))
         if extra:
-            raise _damaged(run_dir, name, f'has epochs that train/stats.json does '
+            raise _damaged(run_dir, name, f'has epochs that {_TRAIN_STATS} does '
                            f'not have: {_span(extra)}')
     best = read_best(run_dir)
     if done is not None:
         if best is None and done.get('best_epoch') is not None:
-            raise _damaged(run_dir, 'best.json', 'is missing')
+            raise _damaged(run_dir, RunDir.BEST, 'is missing')
     if best is not None:
         if done is not None and done.get('best_epoch') is not None \
                 and best['epoch'] != done['best_epoch']:
-            raise _damaged(run_dir, 'best.json', f"is of epoch {best['epoch']} but "
-                           f"'done' records the best epoch {done['best_epoch']}")
+            raise _damaged(run_dir, RunDir.BEST, f"is of epoch {best['epoch']} but "
+                           f"{_DONE} records the best epoch {done['best_epoch']}")
         for split in _SPLITS:
             at = [r for r in stats[split] if r['epoch'] == best['epoch']]
             mine = best.get(split)
             if at and isinstance(mine, dict) and any(
                     k in at[0] and at[0][k] != v for k, v in mine.items()
                     if k != 'epoch'):
-                raise _damaged(run_dir, 'best.json', f'{split} values differ from '
-                               f"{split}/stats.json at epoch {best['epoch']}")
+                raise _damaged(run_dir, RunDir.BEST, f'{split} values differ from '
+                               f"{RunDir.stats_name(split)} at epoch {best['epoch']}")
     if done is not None:
         recorded = done.get('files')
         if isinstance(recorded, dict):
@@ -456,18 +456,18 @@ def check_seed(run_dir: str, done: Optional[Dict[str, Any]] = None,
                 if now != digest:
                     raise _damaged(run_dir, name, 'is missing' if now is None else
                                    'was changed after the run finished (its '
-                                   "SHA-256 differs from the one in 'done')")
+                                   f'SHA-256 differs from the one in {_DONE})')
         fp = done.get('fingerprint')
         if fp:
             first = ''
             try:
-                with open(os.path.join(run_dir, 'config.yaml'), encoding='utf-8') as f:
+                with open(RunDir(run_dir).config, encoding='utf-8') as f:
                     first = f.readline().strip()
             except (OSError, UnicodeDecodeError):
                 pass
-            if first != f'# fingerprint: {fp}':
-                raise _damaged(run_dir, 'config.yaml', 'does not carry the '
-                               f"fingerprint {fp} recorded in 'done' (edited or "
+            if first != FINGERPRINT_LINE.format(fp):
+                raise _damaged(run_dir, RunDir.CONFIG, 'does not carry the '
+                               f'fingerprint {fp} recorded in {_DONE} (edited or '
                                'replaced after the run finished)')
     return {'best': best, 'stats': stats}
 

@@ -9,6 +9,7 @@ import sys
 import tempfile
 from typing import Callable, List, Optional, Sequence, Tuple
 
+from graphgps_ext.run_dir import Results
 from graphgps_ext.sweep import grid as gridlib
 from graphgps_ext.sweep import local, slurm
 from graphgps_ext.sweep.plan import (Plan, SweepError, Target, agg_command, expand_config,
@@ -260,8 +261,8 @@ def _grid_pairs(args, overrides: List[str], seeds: List[int], say, scratch: Opti
             aliases.setdefault(k.key, k.alias)
     root = resolved.out_dir
     task = gridlib.task_name(base, args.grid)
-    search_dir = os.path.join(root, '_search', task)
-    cfg_dir = os.path.join(search_dir, 'configs')
+    search_dir = Results(root).search(task)
+    cfg_dir = os.path.join(search_dir, Results.CONFIGS)
     pts = gridlib.points(gridlib.stem(base), grids, args.sample, args.sample_seed)
     base_yaml = read_yaml(base)
     names = {f'{p.name}.yaml' for p in pts}
@@ -313,7 +314,7 @@ def _write_search(search_dir: str, search: dict, plan: Plan):
     for p in search['points']:
         t = by_config[p['config']]
         p.update(folder=t.folder, fingerprint=t.fingerprint)
-    write_json(os.path.join(search_dir, gridlib.SEARCH_FILE), search)
+    write_json(os.path.join(search_dir, Results.SEARCH), search)
 
 
 def summarize_command(search_dir: str, say: Callable[[str], None] = print) -> int:
@@ -328,8 +329,8 @@ def summarize_command(search_dir: str, say: Callable[[str], None] = print) -> in
     say(f"chosen: {b.point['name']} (val {metric} {gridlib._fmt(b.val)}, test {metric} "
         f'{gridlib._fmt(b.test)}, {b.seeds} seed(s))'
         + (f" [{' and '.join(b.flags)}: see the warnings above]" if b.flags else ''))
-    chosen = os.path.join(search_dir, 'chosen.yaml')
-    say(f"summary: {os.path.join(search_dir, 'summary.csv')}; chosen config: {chosen}")
+    chosen = os.path.join(search_dir, Results.CHOSEN)
+    say(f'summary: {os.path.join(search_dir, Results.SUMMARY)}; chosen config: {chosen}')
     say(f'final run: {PROG} {chosen} --seeds 0-9'
         + (f"  [screening overrides not included: {' '.join(search['overrides'])}]"
            if search['overrides'] else ''))
@@ -415,7 +416,7 @@ def _main(args, overrides: List[str], plan_pairs, say) -> int:
         root = os.path.dirname(search['results']) if search else plan.targets[0].out_dir
         folders = None if search else [(t.folder, t.fingerprint) for t in plan.targets]
         return _slurm(args, plan, python, opt, aggs, folders, skipped,
-                      os.path.join(root, '_slurm'), say)
+                      Results(root).slurm, say)
     return _local(args, plan, python, aggs, skipped, search_dir, say)
 
 

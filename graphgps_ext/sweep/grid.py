@@ -54,10 +54,11 @@ import yaml
 
 from graphgps_ext.config import read_yaml, set_key
 from graphgps_ext.files import write_text
+from graphgps_ext.run_dir import Results, RunRoot
 from graphgps_ext.sweep.plan import SweepError, never_leaves_warmup
 
 _ALIAS = re.compile(r'[A-Za-z0-9_.+]+')
-SEARCH_FILE = 'search.json'
+SEARCH_FILE = Results.SEARCH
 
 
 @dataclass
@@ -249,7 +250,7 @@ def _identity(folder: str, fp: Optional[str]) -> Optional[Dict[str, Any]]:
     if not os.path.isdir(folder):
         return None
     for entry in sorted(os.listdir(folder)):
-        path = os.path.join(folder, entry, 'done')
+        path = RunRoot(folder).seed(entry).done
         if not (entry.isdigit() and os.path.isfile(path)):
             continue
         try:
@@ -318,7 +319,7 @@ def summarize(search_dir: str) -> Tuple[List[PointResult], Dict[str, Any]]:
         best = done[0].point
         tree = point_config(read_yaml(search['base']), Point(best['name'], best['values'], {}),
                             run_name=best['name'])
-        write_yaml(os.path.join(search_dir, 'chosen.yaml'), tree,
+        write_yaml(os.path.join(search_dir, Results.CHOSEN), tree,
                    f"The chosen point of the search {search['task']}: {best['name']}\n"
                    f"(best mean val {metric} over {done[0].seeds} seed(s); screening "
                    f"overrides not included: {' '.join(search['overrides']) or 'none'}).\n"
@@ -342,7 +343,7 @@ def _write_summary(search_dir: str, search: Dict[str, Any], ranked: List[PointRe
         w.writerow([r.rank or '', r.point['name'], *vals,
                     *(r.val or ('', '')), *(r.test or ('', '')), r.seeds, planned,
                     '' if r.epoch is None else r.epoch, ' '.join(r.flags), r.point['config']])
-    write_text(os.path.join(search_dir, 'summary.csv'), buf.getvalue())
+    write_text(os.path.join(search_dir, Results.SUMMARY), buf.getvalue())
 
 
 def format_summary(ranked: List[PointResult], search: Dict[str, Any]) -> str:

@@ -17,6 +17,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 
 from graphgps_ext import seeds
 from graphgps_ext.identity import SeedStatus, fingerprint, identity, seed_status
+from graphgps_ext.run_dir import RunDir, RunRoot
 
 
 class SweepError(ValueError):
@@ -89,10 +90,10 @@ class Target:
         return os.path.join(self.out_dir, self.name)
 
     def run_dir(self, seed: int) -> str:
-        return os.path.join(self.folder, str(seed))
+        return RunRoot(self.folder).seed(seed).path
 
     def log(self, seed: int) -> str:
-        return os.path.join(self.folder, 'logs', f'seed{seed}.log')
+        return RunRoot(self.folder).seed_log(seed)
 
 
 def resolve(config: str, overrides: Sequence[str]) -> Target:
@@ -237,9 +238,8 @@ def lock_holder(run_dir: str) -> Optional[str]:
     a shared, non-blocking lock released at once."""
     import fcntl
     import json
-    from graphgps_ext.seed_folder import LOCK_NAME
     try:
-        fd = os.open(os.path.join(run_dir, LOCK_NAME), os.O_RDONLY)
+        fd = os.open(RunDir(run_dir).lock, os.O_RDONLY)
     except OSError:
         return None
     try:

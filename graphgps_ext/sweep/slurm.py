@@ -29,6 +29,7 @@ import subprocess
 from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Sequence, Tuple
 
+from graphgps_ext.run_dir import RunDir, RunRoot
 from graphgps_ext.sweep.plan import Run, SweepError
 
 _TIME = re.compile(r'(?:(\d+)-)?(\d+)(?::(\d+))?(?::(\d+))?')
@@ -239,17 +240,18 @@ def array_script(runs: Sequence[Run], python: Sequence[str], main: str,
         launch = (f'srun --ntasks-per-node=1 --kill-on-bad-exit=1 {_q(python)} '
                   f'-m graphgps_ext.sweep.torchrun{rdzv} --nproc_per_node={nproc} '
                   f'{shlex.quote(main)}')
+    done = '$out/' + RunDir.DONE  # the seed's marker, in the script
     lines += [
         'i=${SLURM_ARRAY_TASK_ID:?not an array task}',
         'pids=()',
         'start() {  # run $1 of the arrays, in the background',
         '    local j=$1 cfg=${CFGS[$1]} seed=${SEEDS[$1]} out=${DIRS[$1]} fp=${FPS[$1]} log',
-        '    log=$(dirname "$out")/logs/seed$seed.log',
+        f'    log=$(dirname "$out")/{RunRoot.seed_log_name("$seed")}',
         '    # Complete: its done marker carries this run\'s fingerprint (and, when it',
         '    # replaces a finished seed, was written after this script).',
-        '    if [[ -e $out/done ]] && grep -q "\\"fingerprint\\": *\\"$fp\\"" "$out/done" \\',
-        '            && { [[ ${OVERWRITE[$j]} == 0 ]] || [[ $out/done -nt $SCRIPT ]]; }; then',
-        '        echo "complete: $out/done"; return',
+        '    if [[ -e ' + done + ' ]] && grep -q "\\"fingerprint\\": *\\"$fp\\"" "' + done + '" \\',
+        '            && { [[ ${OVERWRITE[$j]} == 0 ]] || [[ ' + done + ' -nt $SCRIPT ]]; }; then',
+        '        echo "complete: ' + done + '"; return',
         '    fi',
         '    local flags=(); [[ ${OVERWRITE[$j]} == 1 ]] && flags=(--overwrite)',
         '    mkdir -p "$(dirname "$log")"',

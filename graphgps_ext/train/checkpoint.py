@@ -41,6 +41,7 @@ import numpy as np
 import torch
 
 from graphgps_ext.files import atomic_write_bytes
+from graphgps_ext.run_dir import RunDir
 
 
 class CheckpointError(Exception):
@@ -73,9 +74,9 @@ def save(obj: Any, path: str, keep_previous: bool = False):
 
 
 def previous_path(path: str) -> str:
-    """``ckpt/last.pt`` -> ``ckpt/last.prev.pt``."""
-    stem, ext = os.path.splitext(path)
-    return f'{stem}.prev{ext}'
+    """``ckpt/last.pt`` -> ``ckpt/last.prev.pt``
+    (:meth:`graphgps_ext.run_dir.RunDir.previous`)."""
+    return RunDir.previous(path)
 
 
 def _legacy_numpy_globals() -> list:

@@ -77,6 +77,7 @@ from graphgps_ext import dist
 from graphgps_ext.logger import RunLogger, get_logger
 from graphgps_ext.loader.pad import trim
 from graphgps_ext.metrics import compute_metrics, is_better
+from graphgps_ext.run_dir import RunDir
 from graphgps_ext.train import checkpoint as ckpt
 from graphgps_ext.train import speed
 from graphgps_ext.train.optim import (build_optimizer, build_scheduler,
@@ -293,11 +294,11 @@ class Trainer:
     # ------------------------------------------------------------ state --
     @property
     def last_path(self) -> str:
-        return f'{self.run_dir}/ckpt/last.pt'
+        return RunDir(self.run_dir).last_ckpt
 
     @property
     def best_path(self) -> str:
-        return f'{self.run_dir}/ckpt/best.pt'
+        return RunDir(self.run_dir).best_ckpt
 
     def state_dict(self) -> Dict[str, Any]:
         """The resumable state (a collective call in a process group: the

@@ -43,6 +43,7 @@ from torch_geometric.utils import scatter
 
 from graphgps_ext import branches
 from graphgps_ext.layer.context import GraphContext
+from graphgps_ext.run_dir import RunDir
 
 #: Branch name -> the record key its per-node score is computed from (the
 #: ``record`` trait of the branch catalogue).
@@ -208,14 +209,15 @@ def load_run(run_dir: str, ckpt: str = 'best', device: str = 'cpu',
     from graphgps_ext.run import build_model, load_dataset
     from graphgps_ext.train import checkpoint
 
-    cfg_path = os.path.join(run_dir, 'config.yaml')
+    folder = RunDir(run_dir)
+    cfg_path = folder.config
     if not os.path.isfile(cfg_path):
         raise FileNotFoundError(
             f'{cfg_path} not found: --run must be a seed folder written by '
             'main.py, e.g. results/<run_name>/<seed>')
     if ckpt not in ('best', 'last'):
         raise ValueError(f"ckpt must be 'best' or 'last', got {ckpt!r}")
-    ckpt_path = os.path.join(run_dir, 'ckpt', f'{ckpt}.pt')
+    ckpt_path = folder.ckpt(ckpt)
     if not os.path.isfile(ckpt_path):
         raise FileNotFoundError(
             f'{ckpt_path} not found: the run has not saved a {ckpt} checkpoint '
