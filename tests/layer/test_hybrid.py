@@ -218,3 +218,20 @@ def test_branch_dropouts_override_the_layer_rate():
     assert {k: d.p for k, d in m.dropouts.items()} == {
         'local': 0.1, 'global': 0.3, 'external': 0.0}
     assert m.ffn.dropout.p == 0.1
+
+
+@pytest.mark.parametrize('kind', ['graph_layer', 'graphnorm'])
+def test_graph_norms_ignore_the_padding_of_a_static_shape_batch(kind):
+    """The padding nodes of a static-shape batch form their own graph: the
+    real graphs' statistics (and outputs) are those of the unpadded batch."""
+    from graphgps_ext.loader.pad import Capacities, Capacity, pad_batch
+    torch.manual_seed(0)
+    m = layer('GCN', 'Transformer', None, norm=kind)
+    m.eval()
+    batch = Batch.from_data_list(data())
+    out, _ = m(batch.x, batch.edge_attr, context(batch))
+    padded = pad_batch(Batch.from_data_list(data()),
+                       Capacities([Capacity(32, 64, 5)]))
+    assert padded.num_nodes == 32
+    out_pad, _ = m(padded.x, padded.edge_attr, context(padded))
+    torch.testing.assert_close(out_pad[:batch.num_nodes], out)
