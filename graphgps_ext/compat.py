@@ -21,7 +21,7 @@ Every key of the file gets one of four answers, each logged on one line
   ``gnn.layers_post_mp`` with ``gnn.head: san_graph``, ``train.mode:
   custom``, ``wandb.name``); accepted with a note saying why;
 - **refused**: it would build or train a different model and this project
-  has no equivalent (a Performer branch, GraphNorm, a pre-MP stack ...):
+  has no equivalent (a Performer branch, a pre-MP stack ...):
   :class:`~graphgps_ext.config.ConfigError` naming the key (``main.py``
   exits with code 2).
 
