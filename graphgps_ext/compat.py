@@ -21,7 +21,7 @@ Every key of the file gets one of four answers, each logged on one line
   ``gnn.layers_post_mp`` with ``gnn.head: san_graph``, ``train.mode:
   custom``, ``wandb.name``); accepted with a note saying why;
 - **refused**: it would build or train a different model and this project
-  has no equivalent (a Performer branch, GraphNorm, a pre-MP stack ...):
+  has no equivalent (a Performer branch, a pre-MP stack ...):
   :class:`~graphgps_ext.config.ConfigError` naming the key (``main.py``
   exits with code 2).
 
@@ -508,14 +508,31 @@ class _Translator:
         self.local, self.glob, self.ext = local, glob, ext
         self.translate('gt.layer_type', {'gt.layer_type': f'{local}+{glob}+{ext}'})
         for key in ('gt.layers', 'gt.n_heads', 'gt.attn_dropout'):
-            self.copy(key)
-        if bool(self.get('gt.layer_norm')):
-            kind = ("PyG's graph-wise LayerNorm" if self.source == GEAET
-                    else 'GraphNorm')
-            self.fail('gt.layer_norm', f'the source normalises with {kind}; '
-                      'the norms here are per node (gt.norm batch, layer, none)')
-        self.translate(('gt.layer_norm', 'gt.batch_norm'),
-                       {'gt.norm': 'batch' if bool(self.get('gt.batch_norm')) else 'none'})
+            if glob == 'None' and key != 'gt.layers':
+                self.inert(key, 'no global attention branch')
+            else:
+                self.copy(key)
+        layer_norm, batch_norm = (bool(self.get('gt.layer_norm')),
+                                  bool(self.get('gt.batch_norm')))
+        if layer_norm and batch_norm:
+            self.fail('gt.layer_norm', f"the {self.source} code's layer refuses "
+                      'both norms together ("Cannot apply two types of '
+                      'normalization together"); set gt.batch_norm False in '
+                      "the file for its graph-wise norm, or gt.layer_norm "
+                      'False for its BatchNorm')
+        if layer_norm and self.source == CSA:
+            self.fail('gt.layer_norm', "CSA's layer with its graph-wise norms "
+                      'is not translated here; set gt.layer_norm False and '
+                      'gt.batch_norm True for its BatchNorm')
+        graphnorm = ("GraphNorm (GraphGPS's layer: a per-graph norm with a "
+                     'learned mean scale)')
+        graph_layer = ("PyG's graph-wise LayerNorm (GEAET's layer: mean and "
+                       'variance over the nodes and channels of each graph)')
+        norm = (('graph_layer' if self.source == GEAET else 'graphnorm')
+                if layer_norm else 'batch' if batch_norm else 'none')
+        self.translate(('gt.layer_norm', 'gt.batch_norm'), {'gt.norm': norm},
+                       (graph_layer if self.source == GEAET else graphnorm)
+                       if layer_norm else '')
         for key, value in _LAYER_PARITY.items():
             self.put(key, value)
         self.put('gt.parity_norm_without_ffn', False)
@@ -554,31 +571,37 @@ class _Translator:
                        '' if use_ffn else "GEAET's layer still applies the "
                        "FFN's norm to the sum of the branches")
         self.translate('gnn.act', {'gt.act': self.act, 'mpnn.act': self.act})
-        # The dropouts that act in GEAET's layer for this stack.
-        active = {}
-        if use_ffn or self.local == 'GatedGCN':
-            active['gt.ffn_dropout'] = float(self.get('gt.ffn_dropout'))
-        if self.local not in ('None', 'GatedGCN'):
-            active['gt.local_dropout'] = float(self.get('gt.local_dropout'))
+        # The dropouts that act in GEAET's layer for this stack: the FFN's
+        # (ffn_dropout, also GatedGCN's own dropout of its node and edge
+        # updates), then one per branch on its output.
+        ffn = float(self.get('gt.ffn_dropout'))
+        branch = {}
+        if self.local == 'GatedGCN':
+            branch['local'] = ('gt.ffn_dropout', ffn)
+        elif self.local != 'None':
+            branch['local'] = ('gt.local_dropout', float(self.get('gt.local_dropout')))
         if self.glob != 'None':
-            active['gt.global_dropout'] = float(self.get('gt.global_dropout'))
+            branch['global'] = ('gt.global_dropout', float(self.get('gt.global_dropout')))
         if self.ext != 'None':
-            active['gt.external_dropout'] = float(self.get('gt.external_dropout'))
-        if len(set(active.values())) > 1:
-            keys = ', '.join(f'{k} {v}' for k, v in active.items())
-            if 'gt.dropout' not in self.overrides:
-                raise ConfigError(
-                    f"{self.path + ': ' if self.path else ''}GEAET config: the "
-                    f'per-branch dropouts {keys} differ; one rate serves every '
-                    'branch and the FFN here: choose it on the command line, '
-                    'e.g. gt.dropout ' + str(max(active.values())))
-            self.consumed.update(active)
-            self.note(f'{keys} -> gt.dropout from the command line (one rate '
-                      'for every branch and the FFN here)')
-        else:
-            rate = next(iter(active.values()), 0.0)
-            self.translate(tuple(active), {'gt.dropout': rate},
-                           'one rate for every branch and the FFN here')
+            branch['external'] = ('gt.external_dropout',
+                                  float(self.get('gt.external_dropout')))
+        if use_ffn or self.local == 'GatedGCN':
+            base, keys = ffn, ['gt.ffn_dropout']
+        else:  # no FFN: the first branch's rate serves as gt.dropout
+            base, keys = next(iter(branch.values()), ('', 0.0))[1], []
+        target = {'gt.dropout': base}
+        for kind, (key, rate) in branch.items():
+            if key not in keys:
+                keys.append(key)
+            if rate != base:
+                target[f'gt.dropout_{kind}'] = rate
+        self.translate(tuple(keys), target, '' if len(target) == 1 else
+                       'gt.dropout' + (' for the FFN' + (' and GatedGCN' if
+                                                        self.local == 'GatedGCN'
+                                                        else '')
+                                       if keys and keys[0] == 'gt.ffn_dropout'
+                                       else '') +
+                       ', gt.dropout_<branch> where a branch differs')
         self.inert('gt.local_dropout', "GatedGCN applies gt.ffn_dropout "
                    "itself in GEAET's code" if self.local == 'GatedGCN'
                    else 'no local branch')
@@ -670,6 +693,18 @@ class _Translator:
                       + ', '.join(_TYPE_EDGE))
         self.translate('dataset.edge_encoder_name',
                        {'dataset.edge_encoder_name': _TYPE_EDGE[name]})
+        if bool(self.get('dataset.edge_encoder')):
+            # The sources' FeatureEncoder builds the edge encoder whenever
+            # dataset.edge_encoder is True, whether a branch reads it or not.
+            self.put('dataset.parity_unused_edge_encoder', True)
+            reads = self.local in ('GatedGCN', 'GINE') or (
+                self.ext == 'GEANet' and bool(self.get('GEANet.edge_unit')))
+            if not reads:
+                self.note(f'dataset.edge_encoder True, gt.layer_type '
+                          f"{self.src.get('gt.layer_type')} -> "
+                          'dataset.parity_unused_edge_encoder True (the '
+                          f"{self.source} code builds the {name} encoder although "
+                          'no branch reads the edges: allocated, never trained)')
         for key in ('dataset.rings', 'dataset.rings_max_length',
                     'dataset.rings_coalesce_edges', 'dataset.spd',
                     'dataset.spd_max_length', 'dataset.edge_encoder_shared',
@@ -846,16 +881,10 @@ class _Translator:
                                        'head.width': 'constant'}, **mlp))
         elif head == 'mlp_graph' and self.source == GEAET:
             # GEAET's own head: pool, then (Dropout, Linear, act) x (L-1),
-            # Dropout, Linear.
-            if float(self.get('gnn.dropout')) > 0 and 'head.dropout' not in self.overrides:
-                self.fail('gnn.dropout', "GEAET's mlp_graph head also drops "
-                          'out the pooled input; the head MLP here drops out '
-                          'between its layers only: choose that rate on the '
-                          'command line, e.g. head.dropout '
-                          + str(self.get('gnn.dropout')))
-            mlp['head.act'] = self.act
-            if 'head.dropout' in self.overrides:
-                del mlp['head.dropout']
+            # Dropout, Linear: gnn.dropout before every Linear layer.
+            rate = float(self.get('gnn.dropout'))
+            mlp.update({'head.act': self.act, 'head.dropout': rate,
+                        'head.input_dropout': rate})
             self.translate(keys + ('gnn.dropout',), dict(
                 {'gnn.head': 'graph_mlp', 'head.layers': post,
                  'head.width': 'constant'}, **mlp))

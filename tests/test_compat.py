@@ -65,7 +65,8 @@ def _fixtures():
 FIXTURES = _fixtures()
 PUBLISHED = {k: v for k, v in _published().items() if k in FIXTURES}
 # Fixtures refused at start, and the key their message must name.
-REFUSED = {'graphgps/ogbg-code2-GPS.yaml': "'gt.layer_type' (CustomGatedGCN+Performer)"}
+REFUSED = {'graphgps/ogbg-code2-GPS.yaml': "'gt.layer_type' (CustomGatedGCN+Performer)",
+           'csa/zinc-CSA+GINE.yaml': "'gt.layer_type' (GINE+CSA)"}
 SOURCE = {'graphgps': compat.GRAPHGPS, 'geaet': compat.GEAET, 'csa': compat.CSA}
 _no_geaet = pytest.mark.skipif(
     not os.path.isdir(os.path.join(UNSHIPPED, 'geaet')),
@@ -132,7 +133,8 @@ _CSA = ("CSA's GPSLayer allocates norm1_local (a BatchNorm, 2 d per layer) that 
 DIFFERENCES = {
     'csa/zinc-CSA+RWSE.yaml': _CSA, 'csa/zinc-CSA+Rings.yaml': _CSA,
     'csa/zinc-CSA+SPDE.yaml': _CSA, 'csa/pattern-CSA.yaml': _CSA,
-    'csa/mnist-CSA.yaml': _CSA,
+    'csa/mnist-CSA.yaml': _CSA, 'csa/cluster-CSA.yaml': _CSA,
+    'csa/cifar10-CSA.yaml': _CSA,
 }
 
 
@@ -252,7 +254,7 @@ def _zinc_with(**changes):
 REFUSALS = [
     ({'gt.layer_type': 'GINE+Performer'}, "'gt.layer_type'"),
     ({'gt.layer_type': 'PNA+Transformer'}, "'gt.layer_type'"),
-    ({'gt.layer_norm': True, 'gt.batch_norm': False}, "'gt.layer_norm'"),
+    ({'gt.layer_norm': True, 'gt.batch_norm': True}, "'gt.layer_norm'"),
     ({'gnn.layers_pre_mp': 1}, "'gnn.layers_pre_mp'"),
     ({'gnn.dim_inner': 32}, "'gnn.dim_inner'"),
     ({'model.type': 'SANTransformer'}, "'model.type'"),
@@ -280,28 +282,17 @@ def test_what_would_change_the_model_is_refused_at_start(tmp_path, capsys,
     assert err.startswith('config error: ') and named in err, err
 
 
-@needs_geaet
 def test_geaet_refusals():
-    data = raw('geaet/pattern.yaml')
-    bad = copy.deepcopy(data)
-    bad['gt']['global_dropout'] = 0.3
-    with pytest.raises(ConfigError, match=r'gt\.ffn_dropout 0\.13.*gt\.global_dropout 0\.3'):
-        compat.translate(bad)
-    bad = copy.deepcopy(data)
-    bad['GEANet']['unit_size'] = 8
+    """What GEAET's own code cannot build is refused with the key named."""
+    bad = _geaet(GEANet={'n_heads': 4, 'unit_size': 8})
     with pytest.raises(ConfigError, match=r"'GEANet\.unit_size' \(8\).*8 x 4"):
         compat.translate(bad)
-    bad = copy.deepcopy(data)
-    bad['GEANet']['edge_unit'] = False
+    bad = _geaet(GEANet={'edge_unit': False, 'shared_unit': True})
     with pytest.raises(ConfigError, match=r"'GEANet\.shared_unit'"):
         compat.translate(bad)
-    # Unequal dropouts of blocks the layer does not have are inert.
-    ok = copy.deepcopy(data)
-    ok['gt']['layer_type'] = 'CustomGatedGCN+Transformer+None'
-    ok['gt']['external_dropout'] = 0.5
-    t = compat.translate(ok)
-    assert t.config['gt']['dropout'] == 0.13
-    assert 'gt.external_dropout 0.5: inert (no such block in this layer)' in t.notes
+    bad = _geaet(gt={'layer_norm': True, 'batch_norm': True})
+    with pytest.raises(ConfigError, match=r"'gt\.layer_norm'.*both norms together"):
+        compat.translate(bad)
 
 
 # ------------------------------------------------- overrides, config.yaml --
@@ -383,19 +374,123 @@ def test_graphgps_custom_gnn_is_an_mpnn_stack():
     assert sum(p.numel() for p in layer.parameters()) == 5 * (d * d + d) + 4 * d
 
 
-@needs_geaet
-def test_geaet_unequal_dropouts_are_settled_on_the_command_line(tmp_path, capsys):
-    data = raw('geaet/vocsp.yaml')
-    data['gt'].update(layer_type='GCN+None+GEANet', use_ffn=False,
-                      local_dropout=0.1, external_dropout=0.05, local_out_act=True)
-    path = write(tmp_path, data, 'vocsp-gcn.yaml')
-    assert run_main('--cfg', path, '--dry-run') == 2
-    err = capsys.readouterr().err
-    assert 'gt.local_dropout 0.1, gt.external_dropout 0.05 differ' in err
-    assert 'e.g. gt.dropout 0.1' in err
-    assert run_main('--cfg', path, '--dry-run', 'gt.dropout', '0.1') == 0
+# -------------------------------------- GEAET keys on a config of our own --
+def _geaet(**groups) -> dict:
+    """A small GEAET-style config (our own text, written for these tests)
+    with the GEAET keys in question; ``groups`` update its groups."""
+    data = {
+        'metric_best': 'mae', 'metric_agg': 'argmin',
+        'dataset': {'format': 'OGB', 'name': 'peptides-structural',
+                    'task': 'graph', 'task_type': 'regression',
+                    'node_encoder': True, 'node_encoder_name': 'Atom',
+                    'node_encoder_bn': False, 'edge_encoder': True,
+                    'edge_encoder_name': 'Bond', 'edge_encoder_bn': False},
+        'train': {'mode': 'custom', 'batch_size': 32},
+        'model': {'type': 'GEAET', 'loss_fun': 'l1', 'graph_pooling': 'mean'},
+        'gt': {'layer_type': 'CustomGatedGCN+Transformer+GEANet', 'layers': 2,
+               'n_heads': 4, 'dim_hidden': 64, 'ffn_dropout': 0.1,
+               'global_dropout': 0.1, 'local_dropout': 0.1,
+               'external_dropout': 0.1, 'attn_dropout': 0.2,
+               'layer_norm': False, 'batch_norm': True},
+        'GEANet': {'n_heads': 4, 'unit_size': 16, 'edge_unit': True,
+                   'shared_unit': True},
+        'gnn': {'head': 'mlp_graph', 'layers_pre_mp': 0, 'layers_post_mp': 2,
+                'dim_inner': 64, 'act': 'relu', 'dropout': 0.0},
+        'optim': {'optimizer': 'adamW', 'base_lr': 0.001, 'max_epoch': 2},
+    }
+    for group, values in groups.items():
+        data[group].update(values)
+    return data
+
+
+def _count(module) -> int:
+    return sum(p.numel() for p in module.parameters())
+
+
+def test_geaet_layer_norm_is_pyg_graph_wise_layer_norm(tmp_path):
+    """gt.layer_norm True (batch_norm False): GEAET's layer normalises each
+    branch and the branch sum with PyG's graph-wise LayerNorm (2 d each, the
+    count of the BatchNorms it replaces)."""
+    from torch_geometric.nn.norm import LayerNorm
+    from graphgps_ext.dry_run import check
+    from graphgps_ext.layer.hybrid import GraphLayerNorm
+    t = compat.translate(_geaet(gt={'layer_norm': True, 'batch_norm': False}))
+    assert t.config['gt']['norm'] == 'graph_layer'
+    assert any(n.startswith('gt.layer_norm True, gt.batch_norm False -> gt.norm '
+                            "graph_layer (PyG's graph-wise LayerNorm") for n in t.notes)
+    ln = check(write(tmp_path, _geaet(gt={'layer_norm': True, 'batch_norm': False}),
+                     'ln.yaml'), [])
+    bn = check(write(tmp_path, _geaet(), 'bn.yaml'), [])
+    layer = ln.model.layers[0]
+    norms = list(layer.norms.values()) + [layer.ffn_norm]
+    assert len(norms) == 4 and all(isinstance(n, GraphLayerNorm) for n in norms)
+    assert all(isinstance(n, LayerNorm) and n.mode == 'graph' for n in norms)
+    assert ln.params == bn.params
+
+
+def test_graphgps_layer_norm_is_graphnorm(tmp_path):
+    """GraphGPS's layer normalises with GraphNorm under gt.layer_norm (3 d per
+    norm: 3 norms of 64 channels per layer, 10 layers, d more each than the
+    BatchNorms)."""
+    from graphgps_ext.dry_run import check
+    from graphgps_ext.layer.hybrid import GraphNorm
+    path = write(tmp_path, _zinc_with(**{'gt.layer_norm': True,
+                                         'gt.batch_norm': False}), 'zinc-ln.yaml')
+    r = check(path, [])
+    assert r.cfg.gt.norm == 'graphnorm'
+    assert isinstance(r.model.layers[0].ffn_norm, GraphNorm)
+    assert r.params == PUBLISHED_GRAPHGPS_ZINC + 10 * 3 * 64
+
+
+PUBLISHED_GRAPHGPS_ZINC = 423_717
+
+
+def test_geaet_per_branch_dropouts_map_to_the_branches(tmp_path):
+    """Unequal per-branch rates build a model: gt.dropout is the FFN's rate
+    (GatedGCN drops out with it in GEAET's code, gt.local_dropout is inert),
+    a branch whose rate differs gets gt.dropout_<branch>."""
+    from graphgps_ext.dry_run import check
+    data = _geaet(gt={'ffn_dropout': 0.1, 'global_dropout': 0.3,
+                      'external_dropout': 0.05, 'local_dropout': 0.7})
+    t = compat.translate(data)
+    assert t.config['gt']['dropout'] == 0.1
+    assert t.config['gt']['dropout_global'] == 0.3
+    assert t.config['gt']['dropout_external'] == 0.05
+    assert 'dropout_local' not in t.config['gt']
+    assert any(n.startswith('gt.local_dropout 0.7: inert (GatedGCN applies '
+                            'gt.ffn_dropout') for n in t.notes)
+    layer = check(write(tmp_path, data), []).model.layers[0]
+    assert {k: d.p for k, d in layer.dropouts.items()} == {
+        'local': 0.1, 'global': 0.3, 'external': 0.05}
+    assert layer.ffn.dropout.p == 0.1 and layer.branches['local'].dropout.p == 0.1
+
+
+def test_geaet_gcn_without_ffn_builds_the_authors_modules(tmp_path, capsys):
+    """GCN+None+GEANet without FFN, unequal dropouts, an edge encoder no branch
+    reads, and the mlp_graph head with gnn.dropout: runs unchanged. GEAET's
+    code builds the Bond encoder (13 rows x d, never trained) and drops out
+    the head's input as well as its hidden layers."""
+    data = _geaet(gt={'layer_type': 'GCN+None+GEANet', 'use_ffn': False,
+                      'local_dropout': 0.1, 'external_dropout': 0.05,
+                      'ffn_dropout': 0.05, 'global_dropout': 0.0,
+                      'local_out_act': True},
+                  GEANet={'edge_unit': False, 'shared_unit': False},
+                  gnn={'dropout': 0.1, 'layers_post_mp': 3})
+    path = write(tmp_path, data, 'gcn.yaml')
+    assert run_main('--cfg', path, '--dry-run') == 0
     out = capsys.readouterr().out
-    assert 'gt.local_dropout 0.1, gt.external_dropout 0.05 -> gt.dropout from ' \
-           'the command line' in out
+    assert 'gt.local_dropout 0.1, gt.external_dropout 0.05 -> gt.dropout 0.1, ' \
+           'gt.dropout_external 0.05' in out
+    assert 'dataset.parity_unused_edge_encoder True' in out
+    assert 'edge_encoder: Bond 832' in out  # 13 bond-feature rows x 64
+    assert 'head.dropout 0.1' in out and 'head.input_dropout 0.1' in out
     assert 'gt.use_ffn False -> gt.ffn False, gt.parity_norm_without_ffn True' in out
-    assert 'local GCN' in out and 'no FFN and norms' in out
+    from graphgps_ext.dry_run import check
+    r = check(path, [])
+    layer = r.model.layers[0]
+    assert {k: d.p for k, d in layer.dropouts.items()} == {'local': 0.1,
+                                                          'external': 0.05}
+    assert r.model.edge_encoder is not None
+    # Without the parity switch no branch reads the edges: no encoder.
+    r = check(path, ['dataset.parity_unused_edge_encoder', 'False'])
+    assert r.model.edge_encoder is None

@@ -26,6 +26,10 @@ def dataset_cfg(cfg):
     # Replaces GraphGym's defaults 'Atom' / 'Bond'.
     ds.node_encoder_name = 'default'
     ds.edge_encoder_name = 'default'
+    # Parity (GraphGPS's and GEAET's FeatureEncoder): with edge_encoder True,
+    # build the edge encoder even when no branch of gt.layer_type reads the
+    # edge stream (its parameters are then allocated and never trained).
+    ds.parity_unused_edge_encoder = False
     ds.num_outputs = -1
     # GraphGym's convention: a two-class classification task predicts one
     # logit (binary cross-entropy) instead of two class logits.
@@ -113,6 +117,9 @@ ignored('dataset.node_encoder_name', unless=lambda cfg: cfg.dataset.node_encoder
 ignored('dataset.edge_encoder_name', unless=lambda cfg: cfg.dataset.edge_encoder,
         why="dataset.edge_encoder is False (the dataset's own edge encoder is used)",
         fix='set dataset.edge_encoder True')
+ignored('dataset.parity_unused_edge_encoder',
+        unless=lambda cfg: cfg.dataset.edge_encoder,
+        why='dataset.edge_encoder is False', fix='set dataset.edge_encoder True')
 # GraphGym's data keys that the readers of graphgps_ext.loader do not use.
 unused('dataset.transductive', 'dataset.shuffle_split', 'dataset.split_mode',
        'dataset.encoder', 'dataset.encoder_name', 'dataset.encoder_bn',

@@ -30,12 +30,20 @@ def gt_cfg(cfg):
     cfg.gt.n_heads = 4
     # Dropout on every branch output and inside the FFN.
     cfg.gt.dropout = 0.0
+    # Dropout on one branch's output instead (GEAET's per-branch rates;
+    # GatedGCN also drops its edge update with it); -1 = gt.dropout.
+    cfg.gt.dropout_local = -1.0
+    cfg.gt.dropout_global = -1.0
+    cfg.gt.dropout_external = -1.0
     # Dropout on attention weights (global branches).
     cfg.gt.attn_dropout = 0.0
     # Hand-written backward of the Transformer / MNA node attention (a speed
     # switch: False differentiates the same forward with autograd).
     cfg.gt.fused_attention = True
-    # Norm of every branch and of the FFN: batch | layer | none.
+    # Norm of every branch and of the FFN: batch | layer (per node) |
+    # graph_layer (PyG's graph-wise LayerNorm: statistics over the nodes and
+    # channels of each graph; GEAET's gt.layer_norm) | graphnorm (GraphNorm,
+    # Cai et al.; GraphGPS's gt.layer_norm) | none.
     cfg.gt.norm = 'batch'
     # Pre-norm blocks (MNA-GT eq. 11-12) instead of post-norm (GraphGPS).
     cfg.gt.pre_norm = False
@@ -51,7 +59,7 @@ def gt_cfg(cfg):
     cfg.gt.act = 'relu'
 
 
-choices('gt.norm', ['batch', 'layer', 'none'])
+choices('gt.norm', ['batch', 'layer', 'graph_layer', 'graphnorm', 'none'])
 choices('gt.act', ['relu', 'gelu', 'elu', 'leaky_relu', 'silu', 'tanh'])
 # The hand-written attention backward equals autograd's: a speed switch.
 volatile('gt.fused_attention')
@@ -62,6 +70,38 @@ at_most(2 ** 16, 'gt.dim_hidden')
 at_most(1024, 'gt.n_heads')
 at_most(64, 'gt.ffn_mult')
 probability('gt.dropout', 'gt.attn_dropout')
+GRAPH_NORMS = ('graph_layer', 'graphnorm')
+
+
+@rule
+def _graph_norms_on_nodes(cfg):
+    if cfg.gt.norm in GRAPH_NORMS and has_branch(cfg, 'GT') and \
+            bool(cfg.gtlayer.edge_features):
+        return (f"gt.norm '{cfg.gt.norm}' normalises the nodes of each graph; "
+                "GT's edge stream (gtlayer.edge_features True) needs a norm "
+                "per row: set gt.norm batch or layer")
+    return None
+
+
+BRANCH_DROPOUTS = ('gt.dropout_local', 'gt.dropout_global', 'gt.dropout_external')
+
+
+@rule
+def _branch_dropouts(cfg):
+    for key in BRANCH_DROPOUTS:
+        value = float(cfg.gt[key.split('.')[1]])
+        if value != -1 and not 0 <= value < 1:
+            return (f'{key} {value}: a probability in [0, 1), or -1 for '
+                    'gt.dropout')
+    return None
+
+
+def branch_dropout(cfg, kind: str) -> float:
+    """The dropout rate on the output of the ``kind`` branch (``'local'``,
+    ``'global'``, ``'external'``): ``gt.dropout_<kind>``, or ``gt.dropout``
+    where that is -1."""
+    value = float(cfg.gt[f'dropout_{kind}'])
+    return float(cfg.gt.dropout) if value == -1 else value
 
 
 @rule
@@ -88,6 +128,11 @@ ignored('gt.n_heads', 'gt.attn_dropout',
                         + ('; GEANet has its own gea.n_heads'
                            if has_branch(cfg, 'GEANet') else ''),
         in_file='warn')
+for _i, _kind in enumerate(('local', 'global', 'external')):
+    ignored(f'gt.dropout_{_kind}',
+            unless=lambda cfg, i=_i: str(cfg.gt.layer_type).split('+')[i:i + 1]
+            not in (['None'], []),
+            why=f'gt.layer_type has no {_kind} branch', in_file='warn')
 ignored('gt.ffn_mult', unless=lambda cfg: cfg.gt.ffn,
         why='gt.ffn is False (no FFN block)', in_file='warn')
 ignored('gnn.dim_inner', unless=lambda cfg: False,

@@ -33,6 +33,9 @@ def head_cfg(cfg):
     # Activation and dropout after every hidden Linear layer.
     cfg.head.act = 'relu'
     cfg.head.dropout = 0.0
+    # Dropout on the head MLP's input (GEAET's mlp_graph drops out the pooled
+    # graph representation before its first Linear layer too).
+    cfg.head.input_dropout = 0.0
     # Bias of the head's Linear layers (root_node of the bottleneck reference
     # has none: set False).
     cfg.head.bias = True
@@ -64,7 +67,7 @@ choices('head.act', ['relu', 'gelu', 'elu', 'leaky_relu', 'silu', 'tanh'])
 choices('head.link_score', ['dot', 'cosine'])
 choices('head.link_train', ['sampled', 'labeled', 'all', 'query_ce'])
 choices('head.link_ties', ['optimistic', 'pessimistic'])
-probability('head.dropout')
+probability('head.dropout', 'head.input_dropout')
 bounded('head.layers', lambda v: v == -1 or v >= 1,
         '-1 (= gnn.layers_post_mp) or >= 1')
 positive('head.link_num_neg')

@@ -26,7 +26,8 @@ Selection rules:
   ``None`` (no edge features) a :class:`DummyEdge` is built. No edge encoder
   at all is built unless a branch of ``gt.layer_type`` reads the edge stream
   (its class method ``uses_edges(cfg)``: GINE, GatedGCN, GEANet with its
-  edge unit, GT's edge-feature layer).
+  edge unit, GT's edge-feature layer) or ``dataset.parity_unused_edge_encoder``
+  (with ``edge_encoder: True``) asks for it.
 - **Pair**: :class:`PairEncoder` when ``gt.layer_type`` has a ``CSA`` branch
   or ``pairenc.enable``; else ``None``.
 """
@@ -182,14 +183,18 @@ class _EdgeWithNorm(nn.Module):
 
 def build_edge_encoder(cfg, task, dim: int) -> Optional[nn.Module]:
     r"""``Module(batch) -> [E, dim]``, or ``None`` when no branch reads the
-    edge stream (CSA embeds bonds in its own pair encoder)."""
-    if not _needs_edge_stream(cfg):
+    edge stream (CSA embeds bonds in its own pair encoder), unless
+    ``dataset.parity_unused_edge_encoder`` asks for the configured encoder
+    anyway (GraphGPS's and GEAET's code build it, unused)."""
+    explicit = bool(getattr(cfg.dataset, 'edge_encoder', False))
+    if not _needs_edge_stream(cfg) and not (
+            explicit and cfg.dataset.parity_unused_edge_encoder):
         return None
     name = edge_encoder_name(cfg, task)
     if name is None:
         return None
     enc = make_edge_encoder(name, cfg, task, dim)
-    if bool(getattr(cfg.dataset, 'edge_encoder', False)) and cfg.dataset.edge_encoder_bn:
+    if explicit and cfg.dataset.edge_encoder_bn:
         return _EdgeWithNorm(enc, dim)
     return enc
 

@@ -35,7 +35,7 @@ class HeadMLP(nn.Module):
     after each hidden one.
 
     .. math::
-        h_0 = x,\quad h_{l+1} = \mathrm{Drop}(\sigma(W_l h_l + b_l))
+        h_0 = \mathrm{Drop}_{in}(x),\quad h_{l+1} = \mathrm{Drop}(\sigma(W_l h_l + b_l))
         \ (l < L-1),\qquad \mathrm{out} = W_{L-1} h_{L-1} + b_{L-1}
 
     Hidden widths: ``'constant'`` keeps ``dim_in`` (GraphGym's ``MLP``),
@@ -49,6 +49,7 @@ class HeadMLP(nn.Module):
         width: ``'constant'`` or ``'halving'``.
         act: activation name (PyG :func:`activation_resolver`).
         dropout: dropout after each hidden activation.
+        input_dropout: dropout on the input, before the first Linear layer.
         bias: bias of every Linear layer.
 
     Shapes: ``[*, dim_in] -> [*, dim_out]``.
@@ -56,7 +57,8 @@ class HeadMLP(nn.Module):
 
     def __init__(self, dim_in: int, dim_out: int, num_layers: int = 1,
                  width: str = 'constant', act: str = 'relu',
-                 dropout: float = 0.0, bias: bool = True):
+                 dropout: float = 0.0, bias: bool = True,
+                 input_dropout: float = 0.0):
         super().__init__()
         if num_layers < 1:
             raise ValueError(f'a head MLP needs at least one Linear layer, got '
@@ -78,12 +80,14 @@ class HeadMLP(nn.Module):
         ])
         self.act = activation_resolver(act)
         self.dropout = Dropout(dropout)
+        self.input_dropout = Dropout(input_dropout)
 
     def reset_parameters(self):
         for lin in self.lins:
             lin.reset_parameters()
 
     def forward(self, x: Tensor) -> Tensor:
+        x = self.input_dropout(x)
         for lin in self.lins[:-1]:
             x = self.dropout(self.act(lin(x)))
         return self.lins[-1](x)
@@ -102,7 +106,8 @@ def mlp_kwargs(cfg, level: str) -> dict:
     if width == 'auto':
         width = 'halving' if level == 'graph' else 'constant'
     return dict(num_layers=layers, width=width, act=cfg.head.act,
-                dropout=cfg.head.dropout, bias=cfg.head.bias)
+                dropout=cfg.head.dropout, bias=cfg.head.bias,
+                input_dropout=cfg.head.input_dropout)
 
 
 def pool_name(cfg) -> str:

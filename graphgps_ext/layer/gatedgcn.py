@@ -130,7 +130,8 @@ class GatedGCN(nn.Module):
 
     @classmethod
     def from_cfg(cls, cfg, dim: int) -> 'GatedGCN':
-        return cls(dim, act=cfg.mpnn.act, dropout=cfg.gt.dropout,
+        from graphgps_ext.config.gt import branch_dropout
+        return cls(dim, act=cfg.mpnn.act, dropout=branch_dropout(cfg, 'local'),
                    node_norm=cfg.mpnn.node_norm, edge_norm=cfg.mpnn.edge_norm,
                    edge_residual=cfg.gt.residual,
                    equivstable_pe=cfg.mpnn.equivstable_pe)

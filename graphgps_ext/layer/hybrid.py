@@ -49,9 +49,10 @@ branches after it and for the next layer (GEANet receives :math:`E_M`).
 Shapes: ``x`` is ``[N, d]`` for ``N`` nodes in the batch, ``edge_attr`` is
 ``[E, d]`` for ``E`` directed edges.
 """
-from typing import Optional
+from typing import Dict, Optional
 
 from torch import Tensor, nn
+from torch_geometric.nn import norm as pyg_norm
 from torch_geometric.nn.inits import reset
 from torch_geometric.nn.resolver import activation_resolver
 
@@ -65,14 +66,57 @@ BRANCH_KINDS = ('local', 'global', 'external')
 def make_norm(kind: str, dim: int) -> nn.Module:
     """``'batch'`` -> BatchNorm1d (:class:`~graphgps_ext.layer.norm.MaskedBatchNorm1d`,
     which skips the padding rows of a static-shape batch), ``'layer'`` ->
-    LayerNorm, ``'none'`` -> Identity."""
+    LayerNorm, ``'graph_layer'`` -> :class:`GraphLayerNorm`, ``'graphnorm'`` ->
+    :class:`GraphNorm`, ``'none'`` -> Identity."""
     if kind == 'batch':
         return MaskedBatchNorm1d(dim)
     if kind == 'layer':
         return nn.LayerNorm(dim)
+    if kind == 'graph_layer':
+        return GraphLayerNorm(dim)
+    if kind == 'graphnorm':
+        return GraphNorm(dim)
     if kind in ('none', None):
         return nn.Identity()
-    raise ValueError(f"unknown norm '{kind}': use 'batch', 'layer' or 'none'")
+    raise ValueError(f"unknown norm '{kind}': use 'batch', 'layer', "
+                     "'graph_layer', 'graphnorm' or 'none'")
+
+
+class GraphLayerNorm(pyg_norm.LayerNorm):
+    r"""PyG's graph-wise LayerNorm (``mode='graph'``): for each graph
+    :math:`G`, :math:`y_i = \gamma \odot (x_i - \mu_G) / \sqrt{\sigma_G^2 +
+    \varepsilon} + \beta` with :math:`\mu_G, \sigma_G^2` the mean and variance
+    over all nodes and channels of :math:`G` (``2 d`` parameters). The
+    ``gt.layer_norm`` of GEAET's layer.
+
+    ``forward(x, ctx)`` reads the graph ids ``ctx.batch``; with a static-shape
+    batch the padding nodes form their own graphs, so the real graphs'
+    statistics do not see them."""
+
+    def __init__(self, dim: int):
+        super().__init__(dim, mode='graph')
+
+    def forward(self, x: Tensor, ctx: GraphContext) -> Tensor:
+        return super().forward(x, ctx.batch, ctx.num_graphs)
+
+
+class GraphNorm(pyg_norm.GraphNorm):
+    r"""PyG's GraphNorm (Cai et al.): per graph and channel,
+    :math:`y_i = \gamma \odot (x_i - \alpha \odot \mu_G) / \sigma_G + \beta`
+    with a learned mean scale :math:`\alpha` (``3 d`` parameters). The
+    ``gt.layer_norm`` of GraphGPS's layer. ``forward(x, ctx)`` as
+    :class:`GraphLayerNorm`."""
+
+    def forward(self, x: Tensor, ctx: GraphContext) -> Tensor:
+        return super().forward(x, ctx.batch, ctx.num_graphs)
+
+
+def _norm(norm: nn.Module, x: Tensor, ctx: GraphContext) -> Tensor:
+    """``norm(x)`` for the nodes of ``ctx`` (graph-wise norms read the graph
+    ids; batch norms skip the padding rows of a static-shape batch)."""
+    if isinstance(norm, (GraphLayerNorm, GraphNorm)):
+        return norm(x, ctx)
+    return normalize(norm, x, ctx.node_mask, ctx.real_nodes)
 
 
 class FeedForward(nn.Module):
@@ -101,10 +145,13 @@ class HybridLayer(nn.Module):
     Args:
         dim: hidden width ``d``.
         local, glob, external: branch modules or ``None`` (absent).
-        norm: ``'batch'``, ``'layer'`` or ``'none'`` for every branch and the FFN.
+        norm: ``'batch'``, ``'layer'``, ``'graph_layer'``, ``'graphnorm'`` or
+            ``'none'`` for every branch and the FFN.
         pre_norm: normalise before each block (MNA) instead of after it.
         residual: add the branch's skip term (``x`` by default).
         dropout: dropout on each branch output and inside the FFN.
+        branch_dropout: ``{kind: rate}`` overriding ``dropout`` on the
+            output of the branch ``kind`` (GEAET's per-branch rates).
         ffn: whether to apply the FFN block (off: the sum of the branches).
         norm_without_ffn: post-norm without FFN: still normalise the sum of
             the branches with the FFN's norm (GEAET's code; parity switch
@@ -118,7 +165,8 @@ class HybridLayer(nn.Module):
                  external: Optional[nn.Module] = None, norm: str = 'batch',
                  pre_norm: bool = False, residual: bool = True,
                  dropout: float = 0.0, ffn: bool = True, ffn_mult: float = 2.0,
-                 act: str = 'relu', norm_without_ffn: bool = False):
+                 act: str = 'relu', norm_without_ffn: bool = False,
+                 branch_dropout: Optional[Dict[str, float]] = None):
         super().__init__()
         branches = dict(zip(BRANCH_KINDS, (local, glob, external)))
         self.branches = nn.ModuleDict(
@@ -130,7 +178,9 @@ class HybridLayer(nn.Module):
             {k: make_norm(norm, dim) for k in self.branches})
         self.pre_norm = pre_norm
         self.residual = residual
-        self.dropout = Dropout(dropout)
+        rates = dict(branch_dropout or {})
+        self.dropouts = nn.ModuleDict(
+            {k: Dropout(rates.get(k, dropout)) for k in self.branches})
         self.ffn = FeedForward(dim, ffn_mult, act, dropout) if ffn else None
         keep = ffn or (norm_without_ffn and not pre_norm)
         self.ffn_norm = make_norm(norm, dim) if keep else None
@@ -149,25 +199,24 @@ class HybridLayer(nn.Module):
     def forward(self, x: Tensor, edge_attr: Optional[Tensor],
                 ctx: GraphContext):
         out = None
-        mask, real = ctx.node_mask, ctx.real_nodes
         for kind, branch in self.branches.items():
             norm = self.norms[kind]
-            h, e = branch(normalize(norm, x, mask, real) if self.pre_norm else x,
+            h, e = branch(_norm(norm, x, ctx) if self.pre_norm else x,
                           edge_attr, ctx)
-            h = self.dropout(h)
+            h = self.dropouts[kind](h)
             if self.residual:
                 skip = getattr(branch, 'skip', None)
                 h = h + (skip(x, ctx) if skip is not None else x)
             if not self.pre_norm:
-                h = normalize(norm, h, mask, real)
+                h = _norm(norm, h, ctx)
             if e is not None:
                 edge_attr = e
             out = h if out is None else out + h
         if self.ffn is not None:
             if self.pre_norm:
-                out = out + self.ffn(normalize(self.ffn_norm, out, mask, real))
+                out = out + self.ffn(_norm(self.ffn_norm, out, ctx))
             else:
-                out = normalize(self.ffn_norm, out + self.ffn(out), mask, real)
+                out = _norm(self.ffn_norm, out + self.ffn(out), ctx)
         elif self.ffn_norm is not None:
-            out = normalize(self.ffn_norm, out, mask, real)
+            out = _norm(self.ffn_norm, out, ctx)
         return out, edge_attr

@@ -65,6 +65,7 @@ class GPSModel(nn.Module):
 
     def __init__(self, cfg, task: TaskInfo):
         super().__init__()
+        from graphgps_ext.config.gt import branch_dropout
         from graphgps_ext.encoder import (build_edge_encoder, build_node_encoder,
                                           build_pair_encoder)
         dim = cfg.gt.dim_hidden
@@ -79,7 +80,9 @@ class GPSModel(nn.Module):
                         pre_norm=cfg.gt.pre_norm, residual=cfg.gt.residual,
                         dropout=cfg.gt.dropout, ffn=cfg.gt.ffn,
                         ffn_mult=cfg.gt.ffn_mult, act=cfg.gt.act,
-                        norm_without_ffn=cfg.gt.parity_norm_without_ffn)
+                        norm_without_ffn=cfg.gt.parity_norm_without_ffn,
+                        branch_dropout={k: branch_dropout(cfg, k) for k in
+                                        ('local', 'global', 'external')})
             for _ in range(cfg.gt.layers)
         ])
         # Parameter sharing across layers (e.g. CSA's shared edge maps): a

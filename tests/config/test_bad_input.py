@@ -319,6 +319,13 @@ CASES = [
      ["out_dir 'afile/results' lies below the file"]),
     ('dataset-dir-is-a-file', None, ['dataset.dir', 'afile'],
      ["dataset.dir 'afile' is a file", 'ZINC/raw/']),
+    ('branch-dropout-range', None, ['gt.dropout_global', '1.5'],
+     ['gt.dropout_global 1.5', 'a probability in [0, 1), or -1 for gt.dropout']),
+    ('graph-norm-on-gt-edges', None, GT + ['gtlayer.edge_features', 'True',
+                                           'gt.norm', 'graphnorm'],
+     ["gt.norm 'graphnorm'", 'gtlayer.edge_features True', 'set gt.norm batch or layer']),
+    ('head-input-dropout-range', None, ['head.input_dropout', '1.0'],
+     ['head.input_dropout']),
 ]
 
 # (id, overrides, fragments): losses and metrics must fit the dataset's task,

@@ -26,6 +26,21 @@ def test_mlp_forward_matches_manual():
     assert torch.allclose(mlp(x), ref, atol=1e-6)
 
 
+def test_input_dropout_acts_before_the_first_layer():
+    """input_dropout (GEAET's mlp_graph: Dropout before every Linear): the
+    input is dropped out in training; eval mode is the plain MLP."""
+    torch.manual_seed(0)
+    mlp = HeadMLP(4, 4, num_layers=1, input_dropout=0.5, bias=False)
+    with torch.no_grad():
+        mlp.lins[0].weight.copy_(torch.eye(4))
+    x = torch.ones(200, 4)
+    mlp.train()
+    out = mlp(x)
+    assert set(out.unique().tolist()) == {0.0, 2.0}
+    mlp.eval()
+    assert torch.equal(mlp(x), x)
+
+
 def test_mlp_errors():
     with pytest.raises(ValueError, match='at least one'):
         HeadMLP(8, 1, num_layers=0)
@@ -46,7 +61,8 @@ def test_cfg_resolution(cfg):
     cfg.head.layers = 3
     cfg.head.width = 'constant'
     assert mlp_kwargs(cfg, 'graph') == dict(num_layers=3, width='constant',
-                                            act='relu', dropout=0.0, bias=True)
+                                            act='relu', dropout=0.0, bias=True,
+                                            input_dropout=0.0)
     assert pool_name(cfg) == 'add'  # model.graph_pooling
     cfg.head.pool = 'max'
     assert pool_name(cfg) == 'max'

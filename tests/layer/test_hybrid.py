@@ -178,3 +178,60 @@ def test_reset_parameters_reaches_every_parameter(kw):
             if n.endswith('running_mean') and bool(b.any())] == []
     out, _, _ = run(hybrid, data())
     assert bool(torch.isfinite(out).all())
+
+
+@pytest.mark.parametrize('kind,per_node', [('graph_layer', 2), ('graphnorm', 3)])
+def test_graph_norms_normalise_each_graph_alone(kind, per_node):
+    """gt.norm graph_layer (PyG's graph-wise LayerNorm, GEAET's layer_norm)
+    and graphnorm (GraphNorm, GraphGPS's): statistics per graph, so a
+    graph's output does not depend on the others in its batch; per_node x d
+    parameters per norm."""
+    from torch_geometric.nn.norm import GraphNorm, LayerNorm
+    torch.manual_seed(0)
+    m = layer('GCN', 'Transformer', None, norm=kind)
+    norms = list(m.norms.values()) + [m.ffn_norm]
+    assert all(isinstance(n, GraphNorm if kind == 'graphnorm' else LayerNorm)
+               for n in norms)
+    assert all(sum(p.numel() for p in n.parameters()) == per_node * D for n in norms)
+    m.eval()
+    graphs_ = data()
+    batch = Batch.from_data_list(graphs_)
+    out, _ = m(batch.x, batch.edge_attr, context(batch))
+    off = 0
+    for g in graphs_:
+        one = Batch.from_data_list([g])
+        alone, _ = m(one.x, one.edge_attr, context(one))
+        torch.testing.assert_close(alone, out[off:off + g.num_nodes])
+        off += g.num_nodes
+    # graph_layer: each graph's output of the FFN norm has mean beta and
+    # variance gamma^2 over its nodes and channels (PyG's mode 'graph').
+    if kind == 'graph_layer':
+        n0 = graphs_[0].num_nodes
+        x0 = out[:n0]
+        torch.testing.assert_close(x0.mean(), torch.tensor(0.0, dtype=x0.dtype),
+                                   atol=1e-6, rtol=0)
+
+
+def test_branch_dropouts_override_the_layer_rate():
+    m = layer('GCN', 'Transformer', 'GEANet', dropout=0.1,
+              branch_dropout={'global': 0.3, 'external': 0.0})
+    assert {k: d.p for k, d in m.dropouts.items()} == {
+        'local': 0.1, 'global': 0.3, 'external': 0.0}
+    assert m.ffn.dropout.p == 0.1
+
+
+@pytest.mark.parametrize('kind', ['graph_layer', 'graphnorm'])
+def test_graph_norms_ignore_the_padding_of_a_static_shape_batch(kind):
+    """The padding nodes of a static-shape batch form their own graph: the
+    real graphs' statistics (and outputs) are those of the unpadded batch."""
+    from graphgps_ext.loader.pad import Capacities, Capacity, pad_batch
+    torch.manual_seed(0)
+    m = layer('GCN', 'Transformer', None, norm=kind)
+    m.eval()
+    batch = Batch.from_data_list(data())
+    out, _ = m(batch.x, batch.edge_attr, context(batch))
+    padded = pad_batch(Batch.from_data_list(data()),
+                       Capacities([Capacity(32, 64, 5)]))
+    assert padded.num_nodes == 32
+    out_pad, _ = m(padded.x, padded.edge_attr, context(padded))
+    torch.testing.assert_close(out_pad[:batch.num_nodes], out)
