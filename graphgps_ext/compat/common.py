@@ -1,111 +1,21 @@
-r"""Configs of GraphGPS, GEAET and CSA, translated to this project's keys.
+"""The translation machinery shared by the three sources, and the GraphGym
+keys they all read.
 
-A YAML file written for the GraphGPS code base (Rampášek et al.), or for the
-GEAET or CSA authors' code built on it, runs here unchanged:
-:func:`graphgps_ext.run_config.load_cfg` asks :func:`merge_config_file` to
-merge it, which recognises the source from the file's keys
-(:func:`detect`), translates every key with the rules of that source
-(:func:`translate`) and merges the result like one of this project's
-configs. Command-line overrides are merged afterwards, in this project's keys.
-
-Every key of the file gets one of four answers, each logged on one line
-(logger ``graphgps_ext.compat``, printed by ``main.py`` and ``--dry-run``):
-
-- **translated** to the key(s) with the same effect here
-  (``GEANet.unit_size 16 -> gea.num_slots 16``); where the source's code
-  relies on a default that differs from this project's, that default is
-  written out too (``gt.n_heads (GraphGPS default) 8 -> gt.n_heads 8``);
-- **kept**: a GraphGym key with the same meaning in both (``optim.base_lr``,
-  ``train.batch_size`` ...; not logged one by one);
-- **inert**: the source's code does not read it for this config (e.g.
-  ``gnn.layers_post_mp`` with ``gnn.head: san_graph``, ``train.mode:
-  custom``, ``wandb.name``); accepted with a note saying why;
-- **refused**: it would build or train a different model and this project
-  has no equivalent (a Performer branch, a pre-MP stack ...):
-  :class:`~graphgps_ext.config.ConfigError` naming the key (``main.py``
-  exits with code 2).
-
-The translation reproduces the model the source's code builds from the file,
-parameter for parameter: the authors' parity switches of this project are set
-where their code differs from the papers (``gea.parity_*``,
-``csa.parity_edge_bias``), GraphGym's single output for two-class
-classification is kept (``dataset.binary_single_logit``), and the heads are
-written out explicitly (``head.*``). The translated config is what a run
-saves as ``config.yaml``, so the run is reproducible from that file alone.
-``docs/compat.md`` lists every rule.
-
-API: :func:`detect` (source name or ``None``), :func:`translate`
-(:class:`Translation`), :func:`translate_file`, :func:`merge_config_file`
-(the hook used by ``load_cfg``), :func:`last_translation`.
+:class:`Translator` reads the flat source keys (:meth:`Translator.get`),
+writes the flat target keys and one note per translated, defaulted or inert
+key. Its rules cover what GraphGPS, GEAET and CSA configs have in common
+(GraphGym's dataset, encoder, head, loss, optimiser and training keys, the
+GraphGPS layer); each source's module subclasses it with its own tables
+(markers, defaults, layer parts) and the rules of its own keys.
 """
-import contextlib
-import logging
 import os
 from dataclasses import dataclass, field
-from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
-from graphgps_ext.config import (ConfigError, closest, flatten, key_matches,
-                                 merge_data, read_yaml, unflatten)
+from graphgps_ext.config import ConfigError, closest, unflatten
 from graphgps_ext.config.posenc import parse_times
 
 GRAPHGPS, GEAET, CSA = 'GraphGPS', 'GEAET', 'CSA'
-SOURCES = (GRAPHGPS, GEAET, CSA)
-
-log = logging.getLogger('graphgps_ext.compat')
-
-# --------------------------------------------------------------- detection --
-# Keys that only the source code bases have (dotted; ``group.*`` = any key of
-# the group). GEAET and CSA are checked first: both extend GraphGPS.
-_GEAET_MARKERS = ('GEANet.*', 'gt.ffn_dropout', 'gt.global_dropout',
-                  'gt.local_dropout', 'gt.external_dropout', 'gt.use_ffn',
-                  'gt.local_out_act')
-_CSA_MARKERS = ('dataset.edge_encoder_shared', 'dataset.rings',
-                'dataset.rings_max_length', 'dataset.rings_coalesce_edges',
-                'dataset.spd', 'dataset.spd_max_length',
-                'dataset.edge_encoder_dense', 'posenc_RWSE.precompute',
-                'posenc_RWSE.enable_edges')
-_GRAPHGPS_MARKERS = ('train.mode', 'name_tag', 'train.finetune',
-                     'train.freeze_pretrained', 'train.ckpt_best',
-                     'dataset.node_encoder_num_types',
-                     'dataset.edge_encoder_num_types',
-                     'dataset.slic_compactness', 'dataset.split_index',
-                     'dataset.split_dir', 'run_multiple_splits',
-                     'optim.batch_accumulation', 'gt.layer_norm',
-                     'gt.batch_norm', 'gt.full_graph', 'gt.gamma',
-                     'gt.pna_degrees', 'gt.bigbird.*', 'posenc_SignNet.*',
-                     'posenc_HKdiagSE.*', 'posenc_ElstaticSE.*',
-                     'posenc_LapPE.eigen.eigvec_norm',
-                     'posenc_EquivStableLapPE.eigen.eigvec_norm',
-                     'pretrained.*', 'gnn.residual')
-
-
-def detect(raw: Any) -> Optional[str]:
-    """The code base a parsed YAML config was written for: ``'GEAET'``,
-    ``'CSA'``, ``'GraphGPS'``, or ``None`` (this project's own config).
-
-    GEAET configs have a ``GEANet`` group or per-branch dropouts; CSA
-    configs CSA's dataset keys (``edge_encoder_shared``, ``rings*``,
-    ``spd*``) or a ``CSA`` global branch in a two-part ``gt.layer_type``;
-    GraphGPS configs a two-part ``gt.layer_type`` (``GINE+Transformer``) or
-    one of GraphGPS's own keys (``train.mode``, ``name_tag``,
-    ``gt.batch_norm``, ``posenc_*.eigen.eigvec_norm`` ...).
-    """
-    if not isinstance(raw, dict) or not raw:
-        return None
-    flat = flatten(raw, keep_empty=True)
-    keys = list(flat)
-    if str(flat.get('model.type', '')) == 'GEAET' or \
-            any(key_matches(k, _GEAET_MARKERS) for k in keys):
-        return GEAET
-    layer_type = flat.get('gt.layer_type')
-    parts = str(layer_type).split('+') if isinstance(layer_type, str) else []
-    if any(key_matches(k, _CSA_MARKERS) for k in keys) or \
-            (len(parts) == 2 and parts[1] == 'CSA'):
-        return CSA
-    if len(parts) == 2 or any(key_matches(k, _GRAPHGPS_MARKERS) for k in keys):
-        return GRAPHGPS
-    return None
-
 
 # ------------------------------------------------------------- translation --
 @dataclass
@@ -130,7 +40,7 @@ class Translation:
 # GraphGym / GraphGPS defaults the sources' code falls back on when a key is
 # absent from the file, where this project's default differs or where the
 # translation needs the value.
-_GRAPHGYM_DEFAULTS: Dict[str, Any] = {
+GRAPHGYM_DEFAULTS: Dict[str, Any] = {
     'model.type': 'gnn', 'model.loss_fun': 'cross_entropy',
     'model.graph_pooling': 'add', 'model.edge_decoding': 'dot',
     'dataset.format': 'PyG', 'dataset.name': 'Cora', 'dataset.task': 'node',
@@ -145,29 +55,13 @@ _GRAPHGYM_DEFAULTS: Dict[str, Any] = {
 }
 for _g in ('posenc_LapPE', 'posenc_RWSE', 'posenc_EquivStableLapPE',
            'posenc_SignNet', 'posenc_HKdiagSE', 'posenc_ElstaticSE'):
-    _GRAPHGYM_DEFAULTS.update({
+    GRAPHGYM_DEFAULTS.update({
         f'{_g}.enable': False, f'{_g}.model': 'none', f'{_g}.dim_pe': 16,
         f'{_g}.layers': 3, f'{_g}.n_heads': 4, f'{_g}.post_layers': 0,
         f'{_g}.raw_norm_type': 'none', f'{_g}.pass_as_var': False,
         f'{_g}.eigen.laplacian_norm': 'sym', f'{_g}.eigen.eigvec_norm': 'L2',
         f'{_g}.eigen.max_freqs': 10, f'{_g}.kernel.times': [],
         f'{_g}.kernel.times_func': ''})
-
-_DEFAULTS: Dict[str, Dict[str, Any]] = {
-    GRAPHGPS: dict(_GRAPHGYM_DEFAULTS),
-    GEAET: dict(_GRAPHGYM_DEFAULTS, **{
-        'gt.use_ffn': True, 'gt.ffn_dropout': 0.0, 'gt.global_dropout': 0.0,
-        'gt.local_dropout': 0.0, 'gt.external_dropout': 0.0,
-        'gt.local_out_act': False, 'GEANet.n_heads': 4,
-        'GEANet.unit_size': 4, 'GEANet.edge_unit': False,
-        'GEANet.shared_unit': False}),
-    CSA: dict(_GRAPHGYM_DEFAULTS, **{
-        'dataset.edge_encoder_shared': False, 'dataset.rings': False,
-        'dataset.rings_max_length': 6, 'dataset.rings_coalesce_edges': False,
-        'dataset.spd': False, 'dataset.spd_max_length': 6,
-        'dataset.edge_encoder_dense': True, 'posenc_RWSE.precompute': True,
-        'posenc_RWSE.enable_edges': True}),
-}
 
 # Keys copied unchanged (GraphGym / GraphGPS keys with the same meaning here).
 _SAME = {
@@ -234,16 +128,15 @@ _INERT_ALWAYS = {
 
 # The local, global and external models of the sources' layers, and the
 # options of this project's branches that make them the sources' modules.
-_LOCAL = {'None': 'None', 'CustomGatedGCN': 'GatedGCN', 'GINE': 'GINE'}
-_LAYER_PARITY = {
+LOCAL_MODELS = {'None': 'None', 'CustomGatedGCN': 'GatedGCN', 'GINE': 'GINE'}
+LAYER_PARITY = {
     'gt.pre_norm': False, 'gt.residual': True, 'gt.ffn_mult': 2.0,
     'mpnn.node_norm': 'batch',       # GatedGCNLayer's bn_node_x
     'mpnn.edge_norm': 'batch',       # GatedGCNLayer's bn_edge_e
     'mpnn.gin_mlp': 'graphgps',      # GIN's MLP: Linear-act-Linear
     'mpnn.gin_train_eps': False,     # PyG's GINConv / GINEConv default
 }
-_LOCAL_GEAET = dict(_LOCAL, GCN='GCN', GIN='GIN')
-_GLOBAL = {'None': 'None', 'Transformer': 'Transformer'}
+GLOBAL_MODELS = {'None': 'None', 'Transformer': 'Transformer'}
 _TYPE_NODE = {'TypeDictNode': 'TypeDictNode', 'Atom': 'Atom',
               'LinearNode': 'LinearNode', 'VOCNode': 'LinearNode',
               'COCONode': 'LinearNode', 'ASTNode': 'ASTNode'}
@@ -251,8 +144,6 @@ _TYPE_EDGE = {'TypeDictEdge': 'TypeDictEdge', 'Bond': 'Bond',
               'LinearEdge': 'LinearEdge', 'VOCEdge': 'LinearEdge',
               'COCOEdge': 'LinearEdge', 'DummyEdge': 'DummyEdge',
               'ASTEdge': 'LinearEdge'}
-_CSA_TYPE_EDGE = {'TypeDictEdge': 'TypeDictEdge', 'Bond': 'Bond',
-                  'LinearEdge': 'LinearEdge', 'Dummy': 'DummyEdge'}
 _PES = ('LapPE', 'RWSE', 'EquivStableLapPE')
 _ACTS = {'relu': 'relu', 'gelu': 'gelu', 'elu': 'elu', 'swish': 'silu',
          'silu': 'silu', 'lrelu_01': 'leaky_relu', 'tanh': 'tanh'}
@@ -274,19 +165,59 @@ def _fmt(value) -> str:
     return str(value) if not isinstance(value, str) or value else "''"
 
 
-class _Translator:
+_GRAPHNORM = ('graphnorm', "GraphNorm (GraphGPS's layer: a per-graph norm "
+              'with a learned mean scale)')
+
+
+class Translator:
     """One translation: reads the flat source keys (:meth:`get`), writes the
     flat target keys and the notes. Every key of the file must be consumed by
-    a rule (translated, kept or inert); :meth:`_rest` refuses the others."""
+    a rule (translated, kept or inert); :meth:`_rest` refuses the others.
 
-    def __init__(self, source: str, flat: Dict[str, Any], path: str,
+    The rules here are GraphGPS's (GEAET and CSA both extend its code); a
+    source's subclass sets the tables below and overrides the rules of its
+    own keys.
+
+    Attributes:
+        source: the code base's name (``'GraphGPS'``, ``'GEAET'``, ``'CSA'``).
+        markers: dotted keys only this source's configs have (``group.*``:
+            any key of the group), read by :func:`graphgps_ext.compat.detect`.
+        defaults: the values its code falls back on for absent keys.
+        model_type: its ``model.type`` of a GPS-style network.
+        custom_model: a second ``model.type`` it builds (an MPNN-only stack)
+            or ``None``.
+        layer_parts: how many ``'+'``-separated parts its ``gt.layer_type``
+            has.
+        local_models, global_models: its local and global models -> this
+            project's branch names.
+        graph_norm: ``(gt.norm, why)`` its layer uses with ``gt.layer_norm``
+            True, or ``None`` where that layer is not translated.
+        san_graph_head: the ``gnn.head`` of its ``san_graph`` head.
+        san_graph_act: whether that head's activation is ``gnn.act`` (else
+            ReLU).
+        extra_heads: ``gnn.head`` values of its own, translated by its
+            ``_extra_head``.
+    """
+    source: str = ''
+    markers: Tuple[str, ...] = ()
+    defaults: Dict[str, Any] = GRAPHGYM_DEFAULTS
+    model_type: str = 'GPSModel'
+    custom_model: Optional[str] = None
+    layer_parts: int = 2
+    local_models: Dict[str, str] = LOCAL_MODELS
+    global_models: Dict[str, str] = GLOBAL_MODELS
+    graph_norm: Optional[Tuple[str, str]] = _GRAPHNORM
+    san_graph_head: str = 'graph_mlp'
+    san_graph_act: bool = False
+    extra_heads: Tuple[str, ...] = ()
+
+    def __init__(self, flat: Dict[str, Any], path: str,
                  ours: Optional[Dict[str, Any]] = None,
                  overrides: Sequence[str] = ()):
-        self.source, self.src, self.path = source, flat, path
+        self.src, self.path = flat, path
         self.ours = ours or {}  # this project's defaults (flat)
         self.overrides = set(overrides)  # keys set on the command line
-        self.custom = False  # GraphGPS's custom_gnn (an MPNN stack)
-        self.defaults = _DEFAULTS[source]
+        self.custom = False  # the source's custom_model (an MPNN stack)
         self.out: Dict[str, Any] = {}
         self.notes: List[str] = []
         self.kept: List[str] = []
@@ -373,8 +304,8 @@ class _Translator:
 
     def _rule_model(self):
         mtype = self.get('model.type')
-        wanted = 'GEAET' if self.source == GEAET else 'GPSModel'
-        self.custom = self.source == GRAPHGPS and mtype == 'custom_gnn'
+        wanted = self.model_type
+        self.custom = self.custom_model is not None and mtype == self.custom_model
         parts = str(self.src.get('gt.layer_type', '')).split('+')
         if 'model.type' not in self.src and len(parts) == 2:
             # Read as a GraphGPS config only for its two-part layer type: most
@@ -387,8 +318,8 @@ class _Translator:
                 '(A GraphGPS config with two parts also sets model.type GPSModel.)')
         if mtype != wanted and not self.custom:
             self.fail('model.type', f"this translation builds {self.source}'s "
-                      f"'{wanted}'" + (" and GraphGPS's 'custom_gnn'"
-                                       if self.source == GRAPHGPS else '')
+                      f"'{wanted}'" + (f" and {self.source}'s '{self.custom_model}'"
+                                       if self.custom_model else '')
                       + f' networks; {mtype!r} is another one')
         self.translate('model.type', {'model.type': 'GPSModel'},
                        'a stack of MPNN-only layers' if self.custom else '')
@@ -405,30 +336,6 @@ class _Translator:
                       f'gt.dim_hidden ({hidden}) == gnn.dim_inner ({inner})')
         self.copy('gt.dim_hidden')
         self.inert('gnn.dim_inner', 'equal to gt.dim_hidden')
-
-    def _custom_gnn_layers(self):
-        """GraphGPS's custom_gnn: ``gnn.layers_mp`` GatedGCN or GINE layers
-        (residual ``gnn.residual``, dropout ``gnn.dropout``), no attention,
-        no FFN, no layer norms."""
-        conv = {'gatedgcnconv': 'GatedGCN', 'gineconv': 'GINE'}.get(
-            str(self.get('gnn.layer_type', 'generalconv')))
-        if conv is None:
-            self.fail('gnn.layer_type', "custom_gnn's layers here: "
-                      'gatedgcnconv, gineconv')
-        self.local, self.glob, self.ext = conv, 'None', 'None'
-        self.translate('gnn.layer_type', {'gt.layer_type': f'{conv}+None+None'})
-        self.translate('gnn.layers_mp', {'gt.layers': int(self.get('gnn.layers_mp', 2))})
-        self.translate('gnn.dropout', {'gt.dropout': float(self.get('gnn.dropout', 0.0))})
-        self.translate('gnn.residual', {'gt.residual': bool(self.get('gnn.residual', False))})
-        for key, value in dict(_LAYER_PARITY, **{
-                'gt.ffn': False, 'gt.norm': 'none', 'gt.act': 'relu',
-                'gt.parity_norm_without_ffn': False, 'mpnn.act': 'relu',
-                'mpnn.out_act': conv == 'GINE'}).items():
-            self.put(key, value)
-        self.act = 'relu'
-        self.inert('gnn.act', "GraphGPS's GatedGCN and GINE layers always use ReLU")
-        for key in [k for k in self.src if k.startswith('gt.')]:
-            self.inert(key, 'custom_gnn reads gnn.*')
 
     def _rule_dataset(self):
         fmt, name = self.get('dataset.format'), str(self.get('dataset.name'))
@@ -485,13 +392,12 @@ class _Translator:
 
     def _layer_parts(self) -> Tuple[str, str, str]:
         parts = str(self.get('gt.layer_type')).split('+')
-        n = 3 if self.source == GEAET else 2
+        n = self.layer_parts
         if len(parts) != n:
             self.fail('gt.layer_type', f"the {self.source} code expects {n} "
                       "'+'-separated parts")
-        local_map = _LOCAL_GEAET if self.source == GEAET else _LOCAL
-        global_map = dict(_GLOBAL, CSA='CSA') if self.source == CSA else _GLOBAL
-        maps = (local_map, global_map, {'None': 'None', 'GEANet': 'GEANet'})
+        maps = (self.local_models, self.global_models,
+                {'None': 'None', 'GEANet': 'GEANet'})
         out = []
         for kind, part, table in zip(('local', 'global', 'external'), parts, maps):
             if part not in table:
@@ -501,9 +407,6 @@ class _Translator:
         return tuple(out + ['None'] * (3 - len(out)))
 
     def _rule_layers(self):
-        if self.custom:
-            self._custom_gnn_layers()
-            return
         local, glob, ext = self._layer_parts()
         self.local, self.glob, self.ext = local, glob, ext
         self.translate('gt.layer_type', {'gt.layer_type': f'{local}+{glob}+{ext}'})
@@ -520,146 +423,38 @@ class _Translator:
                       'normalization together"); set gt.batch_norm False in '
                       "the file for its graph-wise norm, or gt.layer_norm "
                       'False for its BatchNorm')
-        if layer_norm and self.source == CSA:
-            self.fail('gt.layer_norm', "CSA's layer with its graph-wise norms "
-                      'is not translated here; set gt.layer_norm False and '
+        if layer_norm and self.graph_norm is None:
+            self.fail('gt.layer_norm', f"{self.source}'s layer with its graph-wise "
+                      'norms is not translated here; set gt.layer_norm False and '
                       'gt.batch_norm True for its BatchNorm')
-        graphnorm = ("GraphNorm (GraphGPS's layer: a per-graph norm with a "
-                     'learned mean scale)')
-        graph_layer = ("PyG's graph-wise LayerNorm (GEAET's layer: mean and "
-                       'variance over the nodes and channels of each graph)')
-        norm = (('graph_layer' if self.source == GEAET else 'graphnorm')
-                if layer_norm else 'batch' if batch_norm else 'none')
+        norm = (self.graph_norm[0] if layer_norm else
+                'batch' if batch_norm else 'none')
         self.translate(('gt.layer_norm', 'gt.batch_norm'), {'gt.norm': norm},
-                       (graph_layer if self.source == GEAET else graphnorm)
-                       if layer_norm else '')
-        for key, value in _LAYER_PARITY.items():
+                       self.graph_norm[1] if layer_norm else '')
+        for key, value in LAYER_PARITY.items():
             self.put(key, value)
         self.put('gt.parity_norm_without_ffn', False)
-        if self.source == GRAPHGPS:
-            self.act = 'relu'
-            self.inert('gnn.act', "GraphGPS's layer and heads always use ReLU")
-        else:
-            act = str(self.get('gnn.act'))
-            if act not in _ACTS:
-                self.fail('gnn.act', 'activations here: ' + ', '.join(sorted(_ACTS)))
-            self.act = _ACTS[act]
-        if self.source == GEAET:
-            self._geaet_layer()
-        else:
-            self.copy('gt.dropout')
-            self.put('gt.ffn', True)
-            self.put('mpnn.out_act', False)
-            if self.source == CSA:
-                if local == 'GatedGCN' and self.act != 'relu':
-                    self.fail('gnn.act', "CSA's GatedGCN always uses ReLU, its "
-                              'FFN gnn.act; one activation serves both here')
-                self.translate('gnn.act', {'gt.act': self.act, 'mpnn.act': self.act})
-            else:
-                self.put('gt.act', 'relu')
-                self.put('mpnn.act', 'relu')
-        if self.source == CSA and glob == 'CSA':
-            self._csa_branch()
+        self.act = self._activation()
+        self._layer_branches()
         self.inert('gt.pna_degrees', 'read by PNA only')
         for key in [k for k in self.src if k.startswith('gt.bigbird.')]:
             self.inert(key, 'read by BigBird only')
 
-    def _geaet_layer(self):
-        use_ffn = bool(self.get('gt.use_ffn'))
-        self.translate('gt.use_ffn', {'gt.ffn': use_ffn,
-                                      'gt.parity_norm_without_ffn': not use_ffn},
-                       '' if use_ffn else "GEAET's layer still applies the "
-                       "FFN's norm to the sum of the branches")
-        self.translate('gnn.act', {'gt.act': self.act, 'mpnn.act': self.act})
-        # The dropouts that act in GEAET's layer for this stack: the FFN's
-        # (ffn_dropout, also GatedGCN's own dropout of its node and edge
-        # updates), then one per branch on its output.
-        ffn = float(self.get('gt.ffn_dropout'))
-        branch = {}
-        if self.local == 'GatedGCN':
-            branch['local'] = ('gt.ffn_dropout', ffn)
-        elif self.local != 'None':
-            branch['local'] = ('gt.local_dropout', float(self.get('gt.local_dropout')))
-        if self.glob != 'None':
-            branch['global'] = ('gt.global_dropout', float(self.get('gt.global_dropout')))
-        if self.ext != 'None':
-            branch['external'] = ('gt.external_dropout',
-                                  float(self.get('gt.external_dropout')))
-        if use_ffn or self.local == 'GatedGCN':
-            base, keys = ffn, ['gt.ffn_dropout']
-        else:  # no FFN: the first branch's rate serves as gt.dropout
-            base, keys = next(iter(branch.values()), ('', 0.0))[1], []
-        target = {'gt.dropout': base}
-        for kind, (key, rate) in branch.items():
-            if key not in keys:
-                keys.append(key)
-            if rate != base:
-                target[f'gt.dropout_{kind}'] = rate
-        self.translate(tuple(keys), target, '' if len(target) == 1 else
-                       'gt.dropout' + (' for the FFN' + (' and GatedGCN' if
-                                                        self.local == 'GatedGCN'
-                                                        else '')
-                                       if keys and keys[0] == 'gt.ffn_dropout'
-                                       else '') +
-                       ', gt.dropout_<branch> where a branch differs')
-        self.inert('gt.local_dropout', "GatedGCN applies gt.ffn_dropout "
-                   "itself in GEAET's code" if self.local == 'GatedGCN'
-                   else 'no local branch')
-        for key in ('gt.ffn_dropout', 'gt.global_dropout', 'gt.external_dropout'):
-            self.inert(key, 'no such block in this layer')
-        if self.local in ('GCN', 'GIN', 'GINE'):
-            self.translate('gt.local_out_act',
-                           {'mpnn.out_act': bool(self.get('gt.local_out_act'))})
-        else:
-            self.put('mpnn.out_act', False)
-            self.inert('gt.local_out_act', 'read for GCN, GIN and GINE only')
-        if self.ext == 'GEANet':
-            self._geanet()
-        for key in [k for k in self.src if k.startswith('GEANet.')]:
-            self.inert(key, 'no GEANet branch in gt.layer_type')
+    def _activation(self) -> str:
+        """The activation of the layers and heads (``gnn.act``)."""
+        act = str(self.get('gnn.act'))
+        if act not in _ACTS:
+            self.fail('gnn.act', 'activations here: ' + ', '.join(sorted(_ACTS)))
+        return _ACTS[act]
 
-    def _geanet(self):
-        heads, unit = int(self.get('GEANet.n_heads')), int(self.get('GEANet.unit_size'))
-        edge, shared = bool(self.get('GEANet.edge_unit')), bool(self.get('GEANet.shared_unit'))
-        dim = int(self.get('gt.dim_hidden'))
-        if unit * heads != dim:
-            self.fail('GEANet.unit_size', f'GEAET requires unit_size x n_heads '
-                      f'({unit} x {heads}) == gt.dim_hidden ({dim})')
-        if shared and not edge:
-            self.fail('GEANet.shared_unit', "GEAET's code builds the shared "
-                      'unit only with GEANet.edge_unit True')
-        self.translate('GEANet.n_heads', {'gea.n_heads': heads})
-        self.translate('GEANet.unit_size', {'gea.num_slots': unit,
-                                            'gea.parity_slots_eq_head_dim': True})
-        self.translate('GEANet.edge_unit', {'gea.edge_unit': edge})
-        self.translate('GEANet.shared_unit', {'gea.shared_unit': shared})
-        self.put('gea.node_unit', True)
-        if shared:
-            self.put('gea.shared_width', 'full')
-        parity = ('gea.parity_unit_bias', 'gea.parity_no_out_proj',
-                  'gea.parity_batch_softmax')
-        if edge:  # the edge stream's options exist only with an edge unit
-            self.put('gea.edge_norm', 'none')
-            parity += ('gea.parity_strided_edge_heads', 'gea.parity_edge_no_skip')
-        for key in parity:
-            self.put(key, True)
-        self.note('GEANet as in the GEAET code -> ' + ', '.join(
-            f'{k} True' for k in parity) + ' (affine units, no output maps, '
-            'slot softmax over the mini-batch, strided edge heads, new edges '
-            'without skip)')
-
-    def _csa_branch(self):
-        shared = bool(self.get('dataset.edge_encoder_shared'))
-        self.translate('dataset.edge_encoder_shared', {
-            'csa.share_edge_params': shared, 'csa.parity_edge_bias': shared})
-        for key, value in (('csa.mono', False), ('csa.out_proj', True),
-                           ('csa.edge_value', True),
-                           ('csa.attn_dropout_mode', 'connection')):
-            self.put(key, value)
-        if not bool(self.get('dataset.edge_encoder_dense')):
-            self.fail('dataset.edge_encoder_dense', "CSA's dense pair "
-                      'features are always built here')
-        self.inert('dataset.edge_encoder_dense', 'dense pair features, as here')
+    def _layer_branches(self):
+        """The branches' dropout, FFN and activations: GraphGPS's layer
+        (ReLU everywhere, one dropout)."""
+        self.copy('gt.dropout')
+        self.put('gt.ffn', True)
+        self.put('mpnn.out_act', False)
+        self.put('gt.act', 'relu')
+        self.put('mpnn.act', 'relu')
 
     def _rule_node_encoder(self):
         if not bool(self.get('dataset.node_encoder')):
@@ -685,9 +480,6 @@ class _Translator:
     def _rule_edge_encoder(self):
         self.copy('dataset.edge_encoder')
         name = str(self.get('dataset.edge_encoder_name'))
-        if self.source == CSA and self.glob == 'CSA':
-            self._csa_pair_encoder(name)
-            return
         if name not in _TYPE_EDGE:
             self.fail('dataset.edge_encoder_name', 'edge encoders here: '
                       + ', '.join(_TYPE_EDGE))
@@ -710,53 +502,6 @@ class _Translator:
                     'dataset.spd_max_length', 'dataset.edge_encoder_shared',
                     'dataset.edge_encoder_dense'):
             self.inert(key, 'read by the CSA branch only')
-
-    def _csa_pair_encoder(self, name: str):
-        if self.local != 'None':
-            self.fail('gt.layer_type', f"CSA's {self.src.get('gt.layer_type')} "
-                      'feeds the local model the sparse edges of the CSA edge '
-                      'encoder (bond types || relative encoding); the local '
-                      'branch here has its own edge encoder')
-        parts = name.split('+')
-        if len(parts) != 2 or parts[0] not in _CSA_TYPE_EDGE or \
-                parts[1] not in ('RWSE', 'SPDE', 'None'):
-            self.fail('dataset.edge_encoder_name', "CSA's edge encoder here is "
-                      "'<type>+<RPE>' with a type in " + ', '.join(_CSA_TYPE_EDGE)
-                      + ' and an RPE in RWSE, SPDE, None')
-        bond, rpe = _CSA_TYPE_EDGE[parts[0]], parts[1]
-        target = {'dataset.edge_encoder_name': bond, 'pairenc.combine': 'concat',
-                  'pairenc.dim_rpe': 0, 'pairenc.on_the_fly': True}
-        keys = ['dataset.edge_encoder_name']
-        if rpe == 'RWSE':
-            times = self._rwse_times()
-            if times != list(range(1, len(times) + 1)):
-                self.fail('posenc_RWSE.kernel.times_func',
-                          'the Edge-RWSE here uses the walk lengths 1..p')
-            target.update({'pairenc.rpe': 'rwse', 'pairenc.steps': len(times)})
-        elif rpe == 'SPDE':
-            keys.append('dataset.spd_max_length')
-            target.update({'pairenc.rpe': 'spd',
-                           'pairenc.steps': int(self.get('dataset.spd_max_length'))})
-        else:
-            target['pairenc.rpe'] = 'none'
-        self.translate(tuple(keys), target, 'half the width for the bond '
-                       'types, half for the relative encoding'
-                       if rpe != 'None' else '')
-        self.inert('dataset.spd', 'distances are computed when pairenc.rpe is spd')
-        self.inert('dataset.spd_max_length', 'no SPDE in the edge encoder')
-        if bool(self.get('dataset.rings')):
-            coalesce = bool(self.get('dataset.rings_coalesce_edges'))
-            self.translate(('dataset.rings', 'dataset.rings_max_length',
-                            'dataset.rings_coalesce_edges'),
-                           {'pairenc.rings': True,
-                            'pairenc.ring_max_size': int(self.get('dataset.rings_max_length')),
-                            'pairenc.ring_mode': 'categorical' if coalesce else 'additive'},
-                           'bond type x ring membership' if coalesce else
-                           "CSA's RingEdge embeddings added")
-        else:
-            self.translate('dataset.rings', {'pairenc.rings': False})
-            for key in ('dataset.rings_max_length', 'dataset.rings_coalesce_edges'):
-                self.inert(key, 'dataset.rings is False')
 
     def _rwse_times(self) -> List[int]:
         func = str(self.get('posenc_RWSE.kernel.times_func') or '')
@@ -869,9 +614,9 @@ class _Translator:
             head = str(self.get('dataset.task'))
         keys = ('gnn.head', 'gnn.layers_post_mp')
         if head == 'san_graph':
-            name = 'graph_node_mlp' if self.source == CSA else 'graph_mlp'
-            target = {'gnn.head': name, 'head.layers': 3, 'head.width': 'halving'}
-            if self.source == CSA:  # CSA's san_graph: MLP on the nodes, then pool
+            target = {'gnn.head': self.san_graph_head, 'head.layers': 3,
+                      'head.width': 'halving'}
+            if self.san_graph_act:
                 mlp['head.act'] = self.act
             self.translate('gnn.head', dict(target, **mlp))
             self.inert('gnn.layers_post_mp', 'san_graph always has 3 layers')
@@ -879,15 +624,8 @@ class _Translator:
             name = 'graph_mlp' if head == 'graph' else 'inductive_node'
             self.translate(keys, dict({'gnn.head': name, 'head.layers': post,
                                        'head.width': 'constant'}, **mlp))
-        elif head == 'mlp_graph' and self.source == GEAET:
-            # GEAET's own head: pool, then (Dropout, Linear, act) x (L-1),
-            # Dropout, Linear: gnn.dropout before every Linear layer.
-            rate = float(self.get('gnn.dropout'))
-            mlp.update({'head.act': self.act, 'head.dropout': rate,
-                        'head.input_dropout': rate})
-            self.translate(keys + ('gnn.dropout',), dict(
-                {'gnn.head': 'graph_mlp', 'head.layers': post,
-                 'head.width': 'constant'}, **mlp))
+        elif head in self.extra_heads:
+            self._extra_head(head, keys, mlp, post)
         elif head == 'inductive_edge':
             score = {'dot': 'dot', 'cosine_similarity': 'cosine'}.get(
                 str(self.get('model.edge_decoding')))
@@ -904,7 +642,7 @@ class _Translator:
         else:
             self.fail('gnn.head', 'heads here: default (graph or node), '
                       'san_graph, inductive_node, inductive_edge, '
-                      'ogb_code_graph' + (', mlp_graph' if self.source == GEAET else ''))
+                      'ogb_code_graph' + ''.join(f', {h}' for h in self.extra_heads))
         self.inert('model.edge_decoding', 'read by inductive_edge only')
 
     def _rule_loss_metric(self):
@@ -1002,127 +740,3 @@ class _Translator:
 def _stem(path: str) -> str:
     return os.path.splitext(os.path.basename(path))[0]
 
-
-def translate(raw: Dict[str, Any], source: Optional[str] = None,
-              path: str = '', ours: Optional[Dict[str, Any]] = None,
-              overrides: Sequence[str] = ()) -> Translation:
-    """Translate a parsed foreign config (``source`` detected when ``None``).
-
-    ``ours``: this project's defaults as a flat ``{dotted key: value}``
-    (optional): a source default equal to ours is then not logged.
-    ``overrides``: the keys the command line sets (they settle the few
-    choices the translation cannot make, e.g. ``gt.dropout`` for GEAET's
-    unequal per-branch dropouts).
-    Raises :class:`~graphgps_ext.config.ConfigError` for a refused key."""
-    source = source or detect(raw)
-    if source not in SOURCES:
-        raise ValueError('not a GraphGPS, GEAET or CSA config')
-    return _Translator(source, flatten(raw, keep_empty=True), path, ours, overrides).run()
-
-
-def translate_file(path: str, ours: Optional[Dict[str, Any]] = None,
-                   overrides: Sequence[str] = ()) -> Optional[Translation]:
-    """The :class:`Translation` of a foreign config file, ``None`` for one of
-    this project's configs (``ours``, ``overrides`` as in :func:`translate`)."""
-    raw = read_yaml(path)
-    source = detect(raw)
-    return None if source is None else translate(raw, source, path, ours, overrides)
-
-
-_last: Optional[Translation] = None
-_logged: Dict[str, Tuple[float, int]] = {}
-_quiet = [False]
-
-
-@contextlib.contextmanager
-def quiet():
-    """Within it, :func:`merge_config_file` does not log the notes (a caller
-    that prints them itself, e.g. ``--dry-run``)."""
-    before, _quiet[0] = _quiet[0], True
-    try:
-        yield
-    finally:
-        _quiet[0] = before
-
-
-def last_translation() -> Optional[Translation]:
-    """The translation of the last file merged by :func:`merge_config_file`
-    (``None`` if it was this project's own config)."""
-    return _last
-
-
-def merge_config_file(cfg, path: str, opts: Optional[Sequence[str]] = None
-                      ) -> Tuple[Optional[Translation], List[str]]:
-    """Merge the config file ``path`` into ``cfg``: a GraphGPS, GEAET or CSA
-    config is translated first (its notes logged once per file and
-    process); this project's own configs are merged unchanged. ``opts``: the
-    command line's ``KEY VALUE`` list (merged later by the caller; its keys
-    settle the choices a translation cannot make). Returns the
-    :class:`Translation` (or ``None``) and the dotted keys the file sets."""
-    global _last
-    raw = read_yaml(path)
-    source = detect(raw)
-    translation = None if source is None else translate(
-        raw, source, path, flatten(cfg, keep_empty=True), list(opts or [])[0::2])
-    _last = translation
-    keys = merge_data(cfg, raw if translation is None else translation.config, path)
-    if translation is not None:
-        stamp = os.stat(path)
-        key = os.path.abspath(path)
-        if not _quiet[0] and _logged.get(key) != (stamp.st_mtime, stamp.st_size):
-            _logged[key] = (stamp.st_mtime, stamp.st_size)
-            log_translation(translation)
-    return translation, keys
-
-
-def log_translation(translation: Translation, emit: Optional[Callable] = None):
-    """Log (or ``emit``) the notes of a translation, one line each."""
-    emit = emit or _info
-    emit(f'{translation.path}: {translation.source} config, translated '
-         f'({len(translation.notes)} notes, {len(translation.kept)} keys kept '
-         'as they are):')
-    for line in translation.notes:
-        emit(f'  {line}')
-
-
-def _info(msg: str):
-    if logging.getLogger('graphgps_ext').handlers:
-        log.info(msg)
-    else:  # before the run's logging is set up (main.py loads the config first)
-        print(msg, flush=True)
-
-
-def authors_count(translation: Translation, cfg, params: int) -> Tuple[int, List[str]]:
-    """``(count, reasons)``: the parameter count the authors' code builds
-    from the foreign config of ``translation``, given ``params``, the count
-    of the model built here from its translation, and one line per module
-    that makes them differ. GraphGPS and GEAET configs build the same
-    modules here (no reason). CSA's layer allocates modules it never uses:
-    ``norm1_local``, a BatchNorm of the local branch (2 d per layer), built
-    even without a local model; and a third row of its dense edge table
-    (d / 2), the padding index, never trained. With categorical rings the
-    pair encoder here has one learned row more than CSA's table instead."""
-    if translation.source != CSA or not has_csa_branch(cfg):
-        return params, []
-    d, layers = int(cfg.gt.dim_hidden), int(cfg.gt.layers)
-    local = str(cfg.gt.layer_type).split('+')[0]
-    extra, reasons = 0, []
-    if local in ('None', 'none', '') and cfg.gt.norm == 'batch':
-        extra += 2 * d * layers
-        reasons.append(f'+{2 * d * layers:,}: norm1_local, the BatchNorm of a local '
-                       f'branch (2 x {d} per layer, x {layers} layers), which CSA\'s '
-                       'layer allocates without a local model and never uses')
-    half = d // 2
-    if cfg.pairenc.rings and cfg.pairenc.ring_mode == 'categorical':
-        extra -= half
-        reasons.append(f'-{half}: the pair encoder here learns one row more than '
-                       f"CSA's edge table with categorical rings ({d}/2)")
-    else:
-        extra += half
-        reasons.append(f"+{half}: the padding row of CSA's dense edge table "
-                       f'({d}/2), allocated and never trained')
-    return params + extra, reasons
-
-
-def has_csa_branch(cfg) -> bool:
-    return 'CSA' in str(cfg.gt.layer_type).split('+')
