@@ -81,8 +81,7 @@ from graphgps_ext.run_dir import RunDir
 from graphgps_ext.train import checkpoint as ckpt
 from graphgps_ext.train import speed
 from graphgps_ext.train.optim import (build_optimizer, build_scheduler,
-                                      current_lr, load_optimizer_state,
-                                      stepped_params)
+                                      current_lr, load_optimizer_state)
 from graphgps_ext.train.rng import rng_state, seed_everything, set_rng_state
 
 
@@ -264,9 +263,17 @@ class Trainer:
             self.train_net = speed.compile_model(model, cfg)
         self.eval_net = (self.train_net if self.module is model
                          else speed.compile_model(self.module, cfg))
+        # train.compile_step: the update (clipping, optimiser step) compiled
+        # too, the optimiser capturable on CUDA (speed.Update).
+        compile_step = self.world_size == 1 and (
+            fast_path.compile_step if fast_path is not None
+            else speed.compile_step_wanted(cfg, static=False))
         self.optimizer = build_optimizer(
             cfg, model.parameters(), dist.lr_scale(cfg, self.world_size),
-            flat=cfg.optim.flat_params and self.world_size == 1)
+            flat=cfg.optim.flat_params and self.world_size == 1,
+            compiled=compile_step)
+        self.update = speed.Update(self.optimizer, cfg, compiled=compile_step,
+                                   log=self.log)
         self.scheduler = build_scheduler(cfg, self.optimizer)
         self.generator = getattr(loaders['train'], 'generator', None)
         self.select_split = 'val' if 'val' in loaders else 'train'
@@ -502,10 +509,7 @@ class Trainer:
     def _step(self, loss: Tensor):
         self.optimizer.zero_grad(set_to_none=True)
         loss.backward()
-        if self.cfg.optim.clip_grad_norm:
-            speed.clip_grad_norm_(stepped_params(self.optimizer),
-                                  self.cfg.optim.clip_grad_norm_value, self.cfg)
-        self.optimizer.step()
+        self.update()  # clipping and optimiser step (speed.Update)
 
     def _eval_pass(self, split: str, epoch: int) -> PassStats:
         # No gradient sync (shards may differ in length): the plain module
