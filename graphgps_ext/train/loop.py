@@ -274,6 +274,10 @@ class Trainer:
             compiled=compile_step)
         self.update = speed.Update(self.optimizer, cfg, compiled=compile_step,
                                    log=self.log)
+        # reduce-overhead on CUDA: compiled graphs replay as CUDA graphs,
+        # whose outputs live in memory the next replay overwrites.
+        self.graphs_replayed = (cfg.train.compile and device.type == 'cuda'
+                                and cfg.train.compile_mode == 'reduce-overhead')
         self.scheduler = build_scheduler(cfg, self.optimizer)
         self.generator = getattr(loaders['train'], 'generator', None)
         self.select_split = 'val' if 'val' in loaders else 'train'
@@ -449,8 +453,14 @@ class Trainer:
     def _forward(self, net, batch):
         """``(pred, true, loss)`` of ``batch`` (loss in float32 under
         ``train.amp``)."""
+        graphs = self.graphs_replayed and net is not self.model
+        if graphs:  # a new step: earlier replays' outputs may be reused
+            torch.compiler.cudagraph_mark_step_begin()
         with speed.autocast(self.cfg, self.device.type):
             pred, true = net(batch)
+        if graphs:  # kept past the next replay (PassStats): own memory
+            pred = pred.clone()
+            true = true.clone() if isinstance(true, Tensor) else true
         pred, true = trim(_float32(pred), true, batch, self.output_rows)
         return pred, true, self.loss_fn(pred, true)
 
