@@ -55,7 +55,16 @@ class Update:
     nothing back. A learning rate changed by the schedule does not
     recompile. If compiling or running the compiled update fails, the
     update runs eagerly from then on, with one warning naming why
-    (``reason``); compilation fails before any state is written."""
+    (``reason``), on the same gradients. (The optimiser step is split into
+    a few graphs around its grad mode, each compiled at its first call: a
+    failure in a later one finds the gradients already clipped, and
+    clipping again changes them by at most a factor :math:`c / (c +
+    10^{-6})`.)
+
+    This is the check of the update: :func:`choose_fast_path` checks the
+    forward and backward pass on one batch before training, the update is
+    checked at its first call (a throw-away copy of the optimiser would
+    compile the update's code a second time, a recompilation)."""
 
     def __init__(self, optimizer, cfg, compiled: bool = False, log=None):
         from graphgps_ext.train.optim import stepped_params
