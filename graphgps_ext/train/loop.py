@@ -59,7 +59,9 @@ Evaluation runs the unwrapped module with rank 0's buffers.
 Speed switches (config group ``speed``, :mod:`graphgps_ext.config.speed`):
 ``train.compile`` runs the forward passes through :func:`torch.compile`
 (checkpoints still hold the plain module's state, so they load into an
-eager model); ``train.amp bf16`` runs the forward pass under bfloat16
+eager model); ``train.compile_step`` compiles the update after the
+backward pass too (clipping and the optimiser step,
+:class:`~graphgps_ext.train.speed.Update`); ``train.amp bf16`` runs the forward pass under bfloat16
 autocast, in training and evaluation, and computes the loss in float32;
 ``optim.fused`` builds a fused Adam/AdamW and clips with ``foreach``.
 """
