@@ -312,8 +312,8 @@ def test_compiled_whole_step_trains_as_the_eager_step(monkeypatch):
     assert update_frames >= 1
     torch._dynamo.reset()
     counters.clear()
-    # Two steps of one capacity compile the same update frames: none of
-    # them depends on the batch.
+    # Two steps compile as many update frames as eight: none of them
+    # depends on the batch or its capacity.
     _, _, _, one = _step_run([], compiled=True, steps=2)
     assert counters['frames']['ok'] == one + update_frames
     assert not counters['recompiles']
