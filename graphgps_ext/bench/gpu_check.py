@@ -52,6 +52,12 @@ def path_opts(fast: bool, device: torch.device,
     compile_fast = (device.type == 'cuda' and static if use_compile is None
                     else use_compile)
     opts += ['train.compile', bool(fast and compile_fast)]
+    if fast and compile_fast and 'compile_step' in train:
+        # The whole step: the update (clipping, AdamW) compiled too, and on
+        # CUDA every compiled graph replayed as a CUDA graph.
+        opts += ['train.compile_step', True]
+        if device.type == 'cuda':
+            opts += ['train.compile_mode', 'reduce-overhead']
     opts += ['train.data_placement', 'device' if fast else 'host']
     return opts
 
@@ -62,15 +68,21 @@ def _train(row, dataset, device, opts, steps: int, warmup: int, seed: int):
     from graphgps_ext.bench.steps import make_trainer
     from graphgps_ext.loader.dataloader import graph_loader
     from graphgps_ext.train.loop import PassStats
+    from graphgps_ext.train.loss import LOSSES
+    from graphgps_ext.train.speed import choose_fast_path
     cfg = row_cfg(row, list(opts))
     torch.manual_seed(seed)
     model = build_model(cfg, device)
+    # As main.py: static shapes, compile and the compiled update as the
+    # config resolves them on this device, after the one-batch check.
+    fast = choose_fast_path(cfg, model, dataset, device, LOSSES['l1'])
     on_device = cfg.train.data_placement == 'device'
     loader = graph_loader(dataset, bool(cfg.train.fast_collate),
                           device=device if on_device else None,
+                          capacities=fast.capacities,
                           batch_size=cfg.train.batch_size, shuffle=True,
                           generator=torch.Generator().manual_seed(seed))
-    trainer = make_trainer(cfg, model, loader, device)
+    trainer = make_trainer(cfg, model, loader, device, fast_path=fast)
     trainer.model.train()
     done = PassStats()
     graphs, start, i = 0, None, 0

@@ -45,6 +45,12 @@ path available and gives the plain path's results within tolerance
   (:class:`graphgps_ext.layer.fused_attention._BlockAttention`: the gradients of
   every size block written into one buffer and gathered back once);
   ``False`` differentiates the same forward with autograd;
+- ``train.compile_step`` (``auto``: with static-shape batches; ``True``;
+  ``False``): under ``train.compile``, the update after the backward pass
+  (gradient clipping, the optimiser step) is compiled too, Adam/AdamW
+  ``capturable`` on CUDA (step counters on the device), so that the whole
+  step replays as CUDA graphs under ``train.compile_mode reduce-overhead``;
+  a failed compilation falls back to the eager update with one warning;
 - ``train.amp``: autocast precision of the forward pass: ``none`` (float32),
   ``bf16`` (bfloat16 autocast; fast on CUDA GPUs with bf16 units, on most
   CPUs slower than float32). The loss is computed in float32;
@@ -79,6 +85,9 @@ DEFAULTS = {
     'train.compile_mode': 'default',
     # Compile with dynamic shapes (graph batches change size every step).
     'train.compile_dynamic': True,
+    # Compile the update (clipping, optimiser step) too (auto: with static
+    # shapes).
+    'train.compile_step': 'auto',
     # Autocast of the forward pass: none | bf16.
     'train.amp': 'none',
     # Fused Adam/AdamW kernels and foreach gradient clipping.
@@ -109,12 +118,14 @@ choices('train.amp', ['none', 'bf16'])
 choices('train.data_placement', ['auto', 'device', 'host'])
 auto_or_bool('train.static_shapes')
 auto_or_bool('train.fast_path_check')
+auto_or_bool('train.compile_step')
 # Same results as the plain path (within float tolerance): outside the run
 # fingerprint. ``train.amp`` changes the arithmetic, so it stays in.
 volatile('train.compile', 'train.compile_mode', 'train.compile_dynamic',
+         'train.compile_step',
          'optim.fused', 'optim.flat_params', 'train.fast_collate',
          'train.data_placement', 'train.static_shapes', 'train.fast_path_check')
-ignored('train.compile_mode', 'train.compile_dynamic',
+ignored('train.compile_mode', 'train.compile_dynamic', 'train.compile_step',
         unless=lambda cfg: cfg.train.compile, why='train.compile is False',
         in_file='warn')
 

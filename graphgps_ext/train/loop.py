@@ -59,7 +59,9 @@ Evaluation runs the unwrapped module with rank 0's buffers.
 Speed switches (config group ``speed``, :mod:`graphgps_ext.config.speed`):
 ``train.compile`` runs the forward passes through :func:`torch.compile`
 (checkpoints still hold the plain module's state, so they load into an
-eager model); ``train.amp bf16`` runs the forward pass under bfloat16
+eager model); ``train.compile_step`` compiles the update after the
+backward pass too (clipping and the optimiser step,
+:class:`~graphgps_ext.train.speed.Update`); ``train.amp bf16`` runs the forward pass under bfloat16
 autocast, in training and evaluation, and computes the loss in float32;
 ``optim.fused`` builds a fused Adam/AdamW and clips with ``foreach``.
 """
@@ -81,8 +83,7 @@ from graphgps_ext.run_dir import RunDir
 from graphgps_ext.train import checkpoint as ckpt
 from graphgps_ext.train import speed
 from graphgps_ext.train.optim import (build_optimizer, build_scheduler,
-                                      current_lr, load_optimizer_state,
-                                      stepped_params)
+                                      current_lr, load_optimizer_state)
 from graphgps_ext.train.rng import rng_state, seed_everything, set_rng_state
 
 
@@ -264,9 +265,21 @@ class Trainer:
             self.train_net = speed.compile_model(model, cfg)
         self.eval_net = (self.train_net if self.module is model
                          else speed.compile_model(self.module, cfg))
+        # train.compile_step: the update (clipping, optimiser step) compiled
+        # too, the optimiser capturable on CUDA (speed.Update).
+        compile_step = self.world_size == 1 and (
+            fast_path.compile_step if fast_path is not None
+            else speed.compile_step_wanted(cfg, static=False))
         self.optimizer = build_optimizer(
             cfg, model.parameters(), dist.lr_scale(cfg, self.world_size),
-            flat=cfg.optim.flat_params and self.world_size == 1)
+            flat=cfg.optim.flat_params and self.world_size == 1,
+            compiled=compile_step)
+        self.update = speed.Update(self.optimizer, cfg, compiled=compile_step,
+                                   log=self.log)
+        # reduce-overhead on CUDA: compiled graphs replay as CUDA graphs,
+        # whose outputs live in memory the next replay overwrites.
+        self.graphs_replayed = (cfg.train.compile and device.type == 'cuda'
+                                and cfg.train.compile_mode == 'reduce-overhead')
         self.scheduler = build_scheduler(cfg, self.optimizer)
         self.generator = getattr(loaders['train'], 'generator', None)
         self.select_split = 'val' if 'val' in loaders else 'train'
@@ -442,8 +455,14 @@ class Trainer:
     def _forward(self, net, batch):
         """``(pred, true, loss)`` of ``batch`` (loss in float32 under
         ``train.amp``)."""
+        graphs = self.graphs_replayed and net is not self.model
+        if graphs:  # a new step: earlier replays' outputs may be reused
+            torch.compiler.cudagraph_mark_step_begin()
         with speed.autocast(self.cfg, self.device.type):
             pred, true = net(batch)
+        if graphs:  # kept past the next replay (PassStats): own memory
+            pred = pred.clone()
+            true = true.clone() if isinstance(true, Tensor) else true
         pred, true = trim(_float32(pred), true, batch, self.output_rows)
         return pred, true, self.loss_fn(pred, true)
 
@@ -502,10 +521,7 @@ class Trainer:
     def _step(self, loss: Tensor):
         self.optimizer.zero_grad(set_to_none=True)
         loss.backward()
-        if self.cfg.optim.clip_grad_norm:
-            speed.clip_grad_norm_(stepped_params(self.optimizer),
-                                  self.cfg.optim.clip_grad_norm_value, self.cfg)
-        self.optimizer.step()
+        self.update()  # clipping and optimiser step (speed.Update)
 
     def _eval_pass(self, split: str, epoch: int) -> PassStats:
         # No gradient sync (shards may differ in length): the plain module

@@ -69,8 +69,21 @@ def fused_kwargs(cfg, params) -> Dict[str, bool]:
     return {'fused': True} if ok else {}
 
 
+def compiled_kwargs(cfg, params) -> Dict[str, bool]:
+    """Constructor keywords of Adam/AdamW for a compiled update
+    (``train.compile_step``): the ``foreach`` implementation, which
+    :func:`torch.compile` turns into a few fused kernels, and on CUDA
+    ``capturable=True`` (step counters on the device: the step reads
+    nothing back, so it can be replayed as a CUDA graph)."""
+    if cfg.optim.optimizer not in ('adam', 'adamW'):
+        return {}
+    cuda = all(p.device.type == 'cuda' for p in _tensors(params))
+    return {'foreach': True, 'capturable': cuda}
+
+
 def build_optimizer(cfg, params, lr_scale: float = 1.0,
-                    flat: Optional[bool] = None) -> torch.optim.Optimizer:
+                    flat: Optional[bool] = None,
+                    compiled: bool = False) -> torch.optim.Optimizer:
     """The optimiser of ``optim.optimizer`` at ``optim.base_lr`` x ``lr_scale``
     (``lr_scale``: the data-parallel factor of ``optim.lr_scaling``, see
     :func:`graphgps_ext.dist.lr_scale`), fused under ``optim.fused``
@@ -79,7 +92,10 @@ def build_optimizer(cfg, params, lr_scale: float = 1.0,
     ``flat`` (default ``optim.flat_params``): when ``params`` are tensors,
     the optimiser works on flat buffers of them
     (:func:`graphgps_ext.train.flat.flat_optimizer`); clip the gradients of
-    :func:`stepped_params` then."""
+    :func:`stepped_params` then.
+
+    ``compiled``: the update is compiled (``train.compile_step``): Adam and
+    AdamW take :func:`compiled_kwargs` instead of ``optim.fused``."""
     name = cfg.optim.optimizer
     lr, wd = cfg.optim.base_lr * lr_scale, cfg.optim.weight_decay
     # Groups' parameter iterators are read more than once below.
@@ -93,7 +109,8 @@ def build_optimizer(cfg, params, lr_scale: float = 1.0,
     if name == 'sgd':
         kwargs['momentum'] = cfg.optim.momentum
     else:
-        kwargs.update(fused_kwargs(cfg, params))
+        kwargs.update(compiled_kwargs(cfg, params) if compiled
+                      else fused_kwargs(cfg, params))
     flat = cfg.optim.flat_params if flat is None else flat
     if flat and all(isinstance(p, torch.Tensor) for p in params):
         return flat_optimizer(classes[name], params, **kwargs)
@@ -111,13 +128,14 @@ def load_optimizer_state(optimizer: torch.optim.Optimizer, state: Dict[str, Any]
     implementation switches (``fused``/``foreach``: ``optim.fused`` may
     differ between a run and its resume; the update is the same). The step
     counters move where that implementation keeps them (the parameter's
-    device when fused, the CPU otherwise)."""
+    device when fused or capturable, the CPU otherwise)."""
     optimizer.load_state_dict(state)
-    keys = [k for k in ('fused', 'foreach') if k in optimizer.defaults]
+    keys = [k for k in ('fused', 'foreach', 'capturable')
+            if k in optimizer.defaults]
     for group in optimizer.param_groups:
         for k in keys:
             group[k] = optimizer.defaults[k]
-        fused = bool(group.get('fused'))
+        fused = bool(group.get('fused')) or bool(group.get('capturable'))
         for p in group['params']:
             step = optimizer.state.get(p, {}).get('step')
             if isinstance(step, torch.Tensor):

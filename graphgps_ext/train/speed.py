@@ -22,10 +22,86 @@ def autocast(cfg, device_type: str):
 
 
 def clip_grad_norm_(parameters, max_norm: float, cfg):
-    """``torch.nn.utils.clip_grad_norm_`` (``foreach`` with ``optim.fused``)."""
+    """``torch.nn.utils.clip_grad_norm_`` (``foreach`` with ``optim.fused``).
+    No host read: the norm :math:`\\|g\\|_2` over every gradient entry and the
+    factor :math:`\\min(1, c / (\\|g\\|_2 + 10^{-6}))` stay on the device
+    (no ``error_if_nonfinite``)."""
     return torch.nn.utils.clip_grad_norm_(
         parameters, max_norm,
         foreach=True if cfg.optim.fused else None)
+
+
+def compile_step_wanted(cfg, static: bool) -> bool:
+    """``train.compile_step`` resolved: the optimiser update (clipping and
+    the optimiser step) compiled beside the forward pass. Only under
+    ``train.compile``; ``auto``: with static-shape batches (``static``)."""
+    if not cfg.train.compile:
+        return False
+    value = cfg.train.compile_step
+    return bool(static) if value == 'auto' else bool(value)
+
+
+class Update:
+    """The update of a training step after the backward pass: gradient
+    clipping (``optim.clip_grad_norm``, read from the config at every call)
+    and the optimiser step, eager or through :func:`torch.compile`.
+
+    Compiled (``compiled``): one compilation of the update (its shapes are
+    the parameters', whatever the batch: the same graphs for every
+    capacity), replayed as CUDA graphs under ``train.compile_mode
+    reduce-overhead``. The optimiser then keeps its step counters on the
+    device (``capturable`` Adam/AdamW on CUDA, see
+    :func:`graphgps_ext.train.optim.build_optimizer`) and the clipping reads
+    nothing back. A learning rate changed by the schedule does not
+    recompile. If compiling or running the compiled update fails, the
+    update runs eagerly from then on, with one warning naming why
+    (``reason``), on the same gradients. (The optimiser step is split into
+    a few graphs around its grad mode, each compiled at its first call: a
+    failure in a later one finds the gradients already clipped, and
+    clipping again changes them by at most a factor :math:`c / (c +
+    10^{-6})`.)
+
+    This is the check of the update: :func:`choose_fast_path` checks the
+    forward and backward pass on one batch before training, the update is
+    checked at its first call (a throw-away copy of the optimiser would
+    compile the update's code a second time, a recompilation)."""
+
+    def __init__(self, optimizer, cfg, compiled: bool = False, log=None):
+        from graphgps_ext.train.optim import stepped_params
+        self.optimizer = optimizer
+        self.cfg = cfg
+        self.params = stepped_params(optimizer)
+        self.log = log
+        self.reason: Optional[str] = None
+        self.compiled = None
+        if compiled:
+            self.compiled = _compile(self._update, cfg, dynamic=False)
+
+    def _update(self, max_norm: Optional[float]):
+        if max_norm is not None:
+            torch.nn.utils.clip_grad_norm_(
+                self.params, max_norm,
+                foreach=True if self.cfg.optim.fused else None)
+        self.optimizer.step()
+
+    def __call__(self):
+        optim = self.cfg.optim
+        max_norm = (float(optim.clip_grad_norm_value)
+                    if optim.clip_grad_norm else None)
+        if self.compiled is None:
+            return self._update(max_norm)
+        try:
+            return self.compiled(max_norm)
+        except Exception as e:  # compilation or CUDA graph capture
+            self.compiled = None
+            self.reason = (f'the compiled optimiser update failed '
+                           f'({type(e).__name__}: {e})')
+            message = f'compiled update off, updating eagerly: {self.reason}'
+            if self.log is not None:
+                self.log.warning(message)
+            else:
+                warnings.warn(message, RuntimeWarning, stacklevel=2)
+            return self._update(max_norm)
 
 
 # ------------------------------------------------------------ fast path --
@@ -75,7 +151,20 @@ def compile_model(model, cfg, static: bool = False):
         dynamic = False
     else:
         dynamic = cfg.train.compile_dynamic
-    return torch.compile(model, mode=cfg.train.compile_mode, dynamic=dynamic)
+    return _compile(model, cfg, dynamic=dynamic)
+
+
+#: The :func:`torch.compile` backend of ``train.compile`` (inductor; the
+#: CPU tests use ``aot_eager``: dynamo and AOT autograd without code
+#: generation).
+BACKEND = 'inductor'
+
+
+def _compile(fn, cfg, dynamic):
+    mode = cfg.train.compile_mode
+    if BACKEND != 'inductor':  # other backends take no inductor mode
+        return torch.compile(fn, backend=BACKEND, dynamic=dynamic)
+    return torch.compile(fn, mode=mode, dynamic=dynamic)
 
 
 def capacity_static(model) -> bool:
@@ -97,10 +186,13 @@ class FastPath:
             unpadded batches.
         net: the module to run forward passes with (compiled or plain).
         reason: why the fast path was turned off (``None``: it was not).
+        compile_step: whether the update (clipping, optimiser step) is
+            compiled too (``train.compile_step``, :class:`Update`).
     """
     capacities: Optional[Any]
     net: Any
     reason: Optional[str] = None
+    compile_step: bool = False
 
 
 #: Relative tolerance of the self-check's loss (float32; bf16 autocast).
@@ -196,9 +288,10 @@ def choose_fast_path(cfg, model, train_dataset, device, loss_fn,
                      + '; dense attention layout [graphs, '
                      f'{capacities.buckets[-1].graph_nodes}]')
     net = compile_model(model, cfg, static=static)
+    step = compile_step_wanted(cfg, static) and world_size == 1
     fast = static or bool(cfg.train.compile)
     if not (fast and _auto(cfg.train.fast_path_check, device_type)):
-        return FastPath(capacities, net)
+        return FastPath(capacities, net, compile_step=step)
     from torch_geometric.data import Batch
     n = min(int(cfg.train.batch_size), len(train_dataset))
     graphs = [train_dataset[i] for i in range(n)]
@@ -212,9 +305,10 @@ def choose_fast_path(cfg, model, train_dataset, device, loss_fn,
         if log is not None:
             log.info('fast path checked on one batch: '
                      + ', '.join(p for p, on in (('static shapes', static),
-                                                 ('compile', cfg.train.compile))
+                                                 ('compile', cfg.train.compile),
+                                                 ('compiled update', step))
                                  if on))
-        return FastPath(capacities, net)
+        return FastPath(capacities, net, compile_step=step)
     message = f'fast path off, training eagerly: {reason}'
     if log is not None:
         log.warning(message)

@@ -22,6 +22,14 @@ def test_path_opts_use_the_keys_this_config_has():
     assert cuda_fast[cuda_fast.index('train.compile') + 1] is has_static
     forced = gpu_check.path_opts(True, cpu, use_compile=True)
     assert forced[forced.index('train.compile') + 1] is True
+    # Compiled, the whole step: the update is compiled too.
+    assert forced[forced.index('train.compile_step') + 1] is True
+    assert 'train.compile_step' not in fast
+    # On CUDA the compiled graphs replay as CUDA graphs.
+    if has_static:
+        assert cuda_fast[cuda_fast.index('train.compile_mode') + 1] == \
+            'reduce-overhead'
+    assert 'train.compile_mode' not in forced
     eager = gpu_check.path_opts(False, cuda, use_compile=True)
     assert eager[eager.index('train.compile') + 1] is False
 

@@ -69,7 +69,23 @@ def test_static_shapes_and_check_are_outside_the_fingerprint_tf32_inside():
     keys = volatile_keys()
     assert key_matches('train.static_shapes', keys)
     assert key_matches('train.fast_path_check', keys)
+    assert key_matches('train.compile_step', keys)
     assert not key_matches('train.tf32', keys)
+
+
+@pytest.mark.parametrize('value,static,expected', [
+    ('auto', True, True), ('auto', False, False), ('True', False, True),
+    ('False', True, False)])
+def test_compile_step_resolves_under_compile(value, static, expected):
+    from graphgps_ext.train.speed import compile_step_wanted
+    cfg = load_cfg(None, ['train.compile', 'True', 'train.compile_step', value])
+    assert compile_step_wanted(cfg, static) is expected
+    assert compile_step_wanted(load_cfg(None, []), static) is False
+
+
+def test_compile_step_without_compile_is_refused():
+    with pytest.raises(ConfigError, match="'train.compile_step'.*train.compile is False"):
+        load_cfg(None, ['train.compile_step', 'True'])
 
 
 def test_tf32_applies_on_cuda_only(monkeypatch):

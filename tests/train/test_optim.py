@@ -8,7 +8,8 @@ import torch
 
 from graphgps_ext.config.speed import speed_cfg
 from graphgps_ext.train.optim import (build_optimizer, build_scheduler,
-                                      cosine_with_warmup, current_lr,
+                                      compiled_kwargs, cosine_with_warmup,
+                                      current_lr,
                                       load_optimizer_state, transformer_warmup)
 from graphgps_ext.train.speed import clip_grad_norm_
 
@@ -169,4 +170,47 @@ def test_resume_across_fused_and_plain(tiny_cfg):
         load_optimizer_state(opt, state)
         assert all(bool(g['fused']) is fused for g in opt.param_groups)
         out = _steps(net, opt, tiny_cfg, 2, start)
+    torch.testing.assert_close(out, ref, rtol=1e-6, atol=1e-7)
+
+
+@pytest.mark.parametrize('flat', [False, True])
+def test_compiled_update_optimiser_is_foreach(tiny_cfg, flat):
+    """``train.compile_step``: Adam/AdamW with the ``foreach``
+    implementation (``capturable`` only where every parameter is on CUDA),
+    the same update as the fused one; SGD keeps its own."""
+    speed_cfg(tiny_cfg)
+    tiny_cfg.optim.optimizer = 'adamW'
+    tiny_cfg.optim.weight_decay = 0.01
+    net = _net()
+    assert compiled_kwargs(tiny_cfg, list(net.parameters())) == {
+        'foreach': True, 'capturable': False}  # CPU tensors
+    out = {}
+    for compiled in (False, True):
+        m = copy.deepcopy(net)
+        opt = build_optimizer(tiny_cfg, m.parameters(), flat=flat,
+                              compiled=compiled)
+        assert bool(opt.defaults['fused']) is not compiled
+        assert bool(opt.defaults['foreach']) is compiled
+        out[compiled] = _steps(m, opt, tiny_cfg, 5)
+    torch.testing.assert_close(out[True], out[False], rtol=1e-6, atol=1e-7)
+    tiny_cfg.optim.optimizer = 'sgd'
+    assert compiled_kwargs(tiny_cfg, list(net.parameters())) == {}
+
+
+def test_resume_from_fused_into_the_compiled_update_optimiser(tiny_cfg):
+    """A fused optimiser's checkpoint continues in the compiled update's
+    (foreach) optimiser with the uninterrupted run's update."""
+    speed_cfg(tiny_cfg)
+    net = _net()
+    ref_net = copy.deepcopy(net)
+    ref = _steps(ref_net, build_optimizer(tiny_cfg, ref_net.parameters()),
+                 tiny_cfg, 4)
+    opt = build_optimizer(tiny_cfg, net.parameters())
+    _steps(net, opt, tiny_cfg, 2)
+    state = copy.deepcopy(opt.state_dict())
+    opt = build_optimizer(tiny_cfg, net.parameters(), compiled=True)
+    load_optimizer_state(opt, state)
+    assert all(g['foreach'] and not g['fused'] and not g['capturable']
+               for g in opt.param_groups)
+    out = _steps(net, opt, tiny_cfg, 2, 2)
     torch.testing.assert_close(out, ref, rtol=1e-6, atol=1e-7)

@@ -234,3 +234,121 @@ def test_attention_models_compile_static():
     model = GPSModel(cfg, GRAPH_TASK)
     # Transformer: the dense layout is the capacity's [graphs, graph_nodes]
     assert speed.capacity_static(model)
+
+
+def _step_run(cfg_opts, compiled: bool, steps: int = 8):
+    """``steps`` training steps of a tiny model through the trainer on
+    static-shape batches; ``compiled``: the forward pass and the update
+    compiled (``aot_eager``). Returns (losses, parameters, trainer, number
+    of capacities used)."""
+    from torch_geometric.data import Batch
+
+    from graphgps_ext.bench.steps import make_trainer
+    from graphgps_ext.loader.pad import pad_batch
+    from graphgps_ext.network import GPSModel
+    from graphgps_ext.train.loop import PassStats
+    cfg = load_cfg(None, ['gt.layer_type', 'GINE+None+GEANet', 'gt.layers', '1',
+                          'gt.dim_hidden', '8', 'train.static_shapes', 'True',
+                          'train.compile', str(compiled),
+                          'optim.clip_grad_norm', 'True',
+                          'optim.clip_grad_norm_value', '0.05',
+                          'optim.optimizer', 'adamW', 'optim.weight_decay',
+                          '0.01', 'optim.base_lr', '0.01'] + GEA + list(cfg_opts))
+    cfg.defrost()
+    cfg.gt.dropout = cfg.gt.attn_dropout = 0.0
+    torch.manual_seed(0)
+    # float64: a bias before a batch norm has a gradient of rounding noise,
+    # which Adam's normalisation would turn into steps of random sign.
+    model = GPSModel(cfg, GRAPH_TASK).double()
+    graphs = [molecule(5 + (7 * i) % 13, i) for i in range(24)]
+    for g in graphs:
+        g.y = g.y.double()
+    caps = Capacities.from_sizes([g.num_nodes for g in graphs],
+                                 [g.num_edges for g in graphs], batch_size=4)
+    fast = speed.FastPath(caps, speed.compile_model(model, cfg, static=True),
+                          compile_step=speed.compile_step_wanted(cfg, True))
+    trainer = make_trainer(cfg, model, [], torch.device('cpu'), fast_path=fast)
+    trainer.model.train()
+    done, seen = PassStats(), set()
+    with torch.enable_grad():
+        for step in range(steps):
+            if step == steps // 2:  # a schedule's new lr: no recompilation
+                for group in trainer.optimizer.param_groups:
+                    group['lr'] = 0.005
+            batch = pad_batch(Batch.from_data_list(
+                graphs[2 * step:2 * step + 4] if step % 3 else graphs[step:step + 3]),
+                caps)
+            seen.add(batch.num_nodes)
+            trainer.train_batch(step, batch, done)
+    losses = torch.stack([l.reshape(()) for l in done.losses])
+    params = torch.cat([p.detach().reshape(-1) for p in model.parameters()])
+    return losses, params, trainer, len(seen)
+
+
+def test_compiled_whole_step_trains_as_the_eager_step(monkeypatch):
+    """``train.compile True`` on static shapes compiles the update
+    (clipping, AdamW) beside the forward pass: the same losses and
+    parameters as the eager step, one forward graph per capacity, one
+    update graph set for all, no recompilation after warm-up (also when the
+    learning rate changes)."""
+    from torch._dynamo.utils import counters
+    monkeypatch.setattr(speed, 'BACKEND', 'aot_eager')
+    ref_losses, ref_params, eager, _ = _step_run([], compiled=False)
+    assert eager.update.compiled is None
+    torch._dynamo.reset()
+    counters.clear()
+    losses, params, trainer, n_caps = _step_run([], compiled=True)
+    assert trainer.update.compiled is not None and trainer.update.reason is None
+    assert n_caps >= 2
+    torch.testing.assert_close(losses, ref_losses, rtol=1e-5, atol=1e-5)
+    torch.testing.assert_close(params, ref_params, rtol=1e-5, atol=1e-5)
+    assert not counters['recompiles']
+    # (Not to float64 rounding: the compiled AdamW computes its bias
+    # corrections from a float32 step tensor, 1e-7 relative.)
+    # The forward pass: one graph per capacity; the update: the same
+    # graphs (the optimiser step breaks the graph around its grad mode) for
+    # every capacity.
+    update_frames = counters['frames']['ok'] - n_caps
+    assert update_frames >= 1
+    torch._dynamo.reset()
+    counters.clear()
+    # Two steps compile as many update frames as eight: none of them
+    # depends on the batch or its capacity.
+    _, _, _, one = _step_run([], compiled=True, steps=2)
+    assert counters['frames']['ok'] == one + update_frames
+    assert not counters['recompiles']
+
+
+def test_failed_compiled_update_falls_back_to_eager_with_one_warning(
+        monkeypatch):
+    """A compiled update that fails (here: a simulated CUDA graph capture
+    failure on its first call) is replaced by the eager update, with one
+    warning in the run's log, and training goes on as the eager step."""
+    import logging
+
+    from graphgps_ext.logger import LOGGER_NAME
+    monkeypatch.setattr(speed, 'BACKEND', 'aot_eager')
+    ref_losses, ref_params, _, _ = _step_run([], compiled=False)
+
+    def broken(fn, cfg, dynamic):
+        def capture(*args):  # a capture that fails, as a CUDA graph can
+            raise RuntimeError('CUDA graph capture failed')
+        if getattr(fn, '__name__', None) == '_update':
+            return capture
+        return torch.compile(fn, backend='aot_eager', dynamic=dynamic)
+
+    monkeypatch.setattr(speed, '_compile', broken)
+    records = []
+    handler = logging.Handler(logging.WARNING)
+    handler.emit = records.append
+    logger = logging.getLogger(LOGGER_NAME)
+    logger.addHandler(handler)
+    try:
+        losses, params, trainer, _ = _step_run([], compiled=True)
+    finally:
+        logger.removeHandler(handler)
+    assert len([r for r in records
+                if 'compiled update off' in r.getMessage()]) == 1
+    assert 'CUDA graph capture failed' in trainer.update.reason
+    torch.testing.assert_close(losses, ref_losses, rtol=1e-5, atol=1e-5)
+    torch.testing.assert_close(params, ref_params, rtol=1e-5, atol=1e-5)
