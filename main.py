@@ -169,7 +169,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     from graphgps_ext.run_config import load_cfg, seed_list
     from graphgps_ext.run import resume_command, run_seed
 
-    signal.signal(signal.SIGTERM, _sigterm)
+    previous = signal.signal(signal.SIGTERM, _sigterm)
     table = failures()
     rank, seed = 0, None
     try:
@@ -190,6 +190,11 @@ def main(argv: Optional[List[str]] = None) -> int:
         return code
     finally:
         dist.cleanup()
+        # Called in-process (tests, notebooks): the caller's handler comes
+        # back, unless a SIGTERM came (the process is stopping; a second one
+        # must not interrupt its clean-up).
+        if signal.getsignal(signal.SIGTERM) is _sigterm:
+            signal.signal(signal.SIGTERM, previous)
     if args.mark_done and rank == 0:
         os.replace(args.cfg_file, args.cfg_file + '_done')
     return EXIT_OK

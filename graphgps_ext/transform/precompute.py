@@ -38,6 +38,7 @@ from graphgps_ext.transform.cache import EncodingCache, cache_key
 from graphgps_ext.transform.dense import Entry, GraphStore
 from graphgps_ext.transform.dense_pass import DENSE_KINDS, compute_dense
 from graphgps_ext.transform.rings import compute_rings
+from graphgps_ext.transform.workers import fork_pool
 
 
 class EncodedList(InMemoryDataset):
@@ -100,18 +101,19 @@ def _worker(args):
 
 
 def _parallel(kinds, store, num_workers, progress) -> Dict[str, Entry]:
-    import multiprocessing as mp
     G = store.num_graphs
     nchunks = min(G, 4 * num_workers)
     bounds = torch.linspace(0, G, nchunks + 1).long().tolist()
     jobs = [(kinds, store.subset(torch.arange(a, b)))
             for a, b in zip(bounds[:-1], bounds[1:]) if b > a]
     parts = []
-    with mp.get_context('fork').Pool(num_workers) as pool:
+    with fork_pool(num_workers) as pool:
         for job, res in zip(jobs, pool.imap(_worker, jobs)):
             parts.append(res)
             if progress is not None:
                 progress.update(job[1].num_graphs)
+        pool.close()  # every result is in: let the workers finish
+        pool.join()
     out: Dict[str, Entry] = {}
     for kind in parts[0]:
         out[kind] = {}

@@ -35,6 +35,7 @@ from torch import Tensor
 from torch_geometric.utils import cumsum
 
 from graphgps_ext.transform.dense import GraphStore
+from graphgps_ext.transform.workers import fork_pool
 
 
 def _neighbours(num_nodes: int, edge_index: np.ndarray) -> List[Set[int]]:
@@ -149,12 +150,13 @@ def compute_rings(store: GraphStore, max_size: int, num_workers: int = 0,
             for s in range(0, len(sizes), chunk)]
     results: List[Tensor] = []
     if num_workers > 0 and len(jobs) > 1:
-        import multiprocessing as mp
-        with mp.get_context('fork').Pool(num_workers) as pool:
+        with fork_pool(num_workers) as pool:
             for res in pool.imap(_ring_chunk, jobs):
                 results.extend(res)
                 if progress is not None:
                     progress.update(len(res))
+            pool.close()  # every result is in: let the workers finish
+            pool.join()
     else:
         for job in jobs:
             res = _ring_chunk(job)
