@@ -35,21 +35,17 @@ files when ``cfg.tensorboard_agg``); ``agg/test`` stays ours. Running
 ``python -m graphgps_ext.agg`` again writes ours back.
 """
 import argparse
-import json
 import os
 import sys
 from typing import Dict, List, Optional
 
 import numpy as np
 
-from graphgps_ext.files import write_text
-from graphgps_ext.identity import diff, format_changes, read_done
+from graphgps_ext.identity import diff, format_changes
 from graphgps_ext.run_dir import RunDir, RunRoot
 from graphgps_ext.seed_folder import SeedFolderError, check_seed, seed_folders
 from graphgps_ext.task import SPLITS
 
-# Files of agg/<split>/ that this module writes (and replaces or removes).
-_AGG_FILES = (RunDir.BEST, RunDir.STATS)
 _DONE = repr(RunDir.DONE)  # as messages quote it
 
 
@@ -90,7 +86,7 @@ def _by_fingerprint(root: str, seeds: List[int]) -> Dict[Optional[str], List[int
     (``None``: a marker without one)."""
     groups: Dict[Optional[str], List[int]] = {}
     for seed in seeds:
-        done = read_done(os.path.join(root, str(seed))) or {}
+        done = RunRoot(root).seed(seed).read_done() or {}
         groups.setdefault(done.get('fingerprint'), []).append(seed)
     return groups
 
@@ -99,19 +95,12 @@ def _mixed_message(root: str, groups: Dict[Optional[str], List[int]]) -> str:
     parts = [f'seeds {seeds} ({fp or "no fingerprint"})' for fp, seeds in groups.items()]
     msg = f'{root} holds runs of {len(groups)} different configs: ' + ', '.join(parts)
     (fp_a, seeds_a), (fp_b, seeds_b) = list(groups.items())[:2]
-    old = (read_done(os.path.join(root, str(seeds_a[0]))) or {}).get('identity')
-    new = (read_done(os.path.join(root, str(seeds_b[0]))) or {}).get('identity')
+    old = (RunRoot(root).seed(seeds_a[0]).read_done() or {}).get('identity')
+    new = (RunRoot(root).seed(seeds_b[0]).read_done() or {}).get('identity')
     if isinstance(old, dict) and isinstance(new, dict):
         msg += f'; they differ in {format_changes(diff(old, new))}'
     return (msg + '. Aggregate one config with --fingerprint FP, or move the '
             'other seeds to another folder')
-
-
-def _remove(path: str):
-    try:
-        os.remove(path)
-    except FileNotFoundError:
-        pass
 
 
 def aggregate(root: str, include_unfinished: bool = False,
@@ -144,7 +133,8 @@ def aggregate(root: str, include_unfinished: bool = False,
         run_dir = os.path.join(root, str(seed))
         # Checked before it is averaged (seed_folder.check_seed): a damaged
         # seed raises SeedFolderError naming the seed and the file.
-        record = check_seed(run_dir, read_done(run_dir) if seed in finished else None)
+        record = check_seed(run_dir, RunDir(run_dir).read_done()
+                            if seed in finished else None)
         if record['best'] is None:
             no_best.append(seed)
             continue
@@ -157,7 +147,6 @@ def aggregate(root: str, include_unfinished: bool = False,
         return result
     run_root = RunRoot(root)
     for split in SPLITS:
-        split_dir = run_root.agg_split(split)
         records = []
         for seed in used:
             if split in bests[seed]:
@@ -165,8 +154,7 @@ def aggregate(root: str, include_unfinished: bool = False,
                 rec['epoch'] = bests[seed]['epoch']
                 records.append(rec)
         if not records:  # no seed has this split (any more): drop our files
-            for name in _AGG_FILES:
-                _remove(os.path.join(split_dir, name))
+            run_root.remove_agg(split)
             continue
         best = _mean_std(records)
         best.update(num_seeds=len(records), seeds=used,
@@ -174,20 +162,19 @@ def aggregate(root: str, include_unfinished: bool = False,
         if bests[used[0]].get('mode'):
             best['mode'] = bests[used[0]]['mode']
         result['best'][split] = best
-        # One line, as GraphGym's agg/<split>/best.json (its agg_batch reads it).
-        write_text(run_root.agg_best(split), json.dumps(best) + '\n')
         per_epoch: Dict[int, List[Dict]] = {}
         for seed in used:
             for rec in stats[seed][split]:
                 per_epoch.setdefault(rec['epoch'], []).append(rec)
-        lines = []
+        rows = []
         for epoch in sorted(per_epoch):
             row = {'epoch': epoch}
             row.update(_mean_std(per_epoch[epoch]))
             row.pop('epoch_std', None)
             row['num_seeds'] = len(per_epoch[epoch])
-            lines.append(json.dumps(row) + '\n')
-        write_text(run_root.agg_stats(split), ''.join(lines))
+            rows.append(row)
+        # best.json one line, as GraphGym's (its agg_batch reads it).
+        run_root.write_agg(split, best, rows)
     return result
 
 

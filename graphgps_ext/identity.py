@@ -99,20 +99,6 @@ def resume_changes(old: Dict[str, Any], new: Dict[str, Any]
     return allowed, refused
 
 
-def read_done(run_dir: str) -> Optional[Dict[str, Any]]:
-    """The ``done`` marker of a seed folder as a dict (``{}`` when it is not
-    JSON, e.g. written by hand), or ``None`` when there is none."""
-    path = RunDir(run_dir).done
-    if not os.path.exists(path):
-        return None
-    try:
-        with open(path) as f:
-            data = json.load(f)
-    except (OSError, ValueError):
-        return {}
-    return data if isinstance(data, dict) else {}
-
-
 @dataclass
 class SeedStatus:
     """What a seed folder holds for a given identity.
@@ -146,7 +132,7 @@ class SeedStatus:
 
 def seed_status(run_dir: str, ident: Dict[str, Any]) -> SeedStatus:
     """The :class:`SeedStatus` of ``run_dir`` for a run of identity ``ident``."""
-    done = read_done(run_dir)
+    done = RunDir(run_dir).read_done()
     if done is None:
         busy = os.path.isdir(run_dir) and any(
             e in os.listdir(run_dir) for e in (RunDir.CONFIG, RunDir.CKPT,

@@ -47,7 +47,7 @@ from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple
 from urllib.parse import urlparse
 
 from graphgps_ext.dist import get_rank, is_main_process
-from graphgps_ext.files import read_jsonl, write_guard, write_json, write_text
+from graphgps_ext.files import write_guard
 from graphgps_ext.run_dir import RunDir
 from graphgps_ext.task import SPLITS
 
@@ -149,11 +149,11 @@ def _formatter() -> logging.Formatter:
 def truncate_stats(run_dir: str, last_epoch: int):
     """Drop the stats lines after ``last_epoch`` (resume from a checkpoint)."""
     for split in SPLITS:
-        path = RunDir(run_dir).stats(split)
-        if not os.path.exists(path):
+        folder = RunDir(run_dir)
+        if not os.path.exists(folder.stats(split)):
             continue
-        keep = [r for r in read_jsonl(path) if r['epoch'] <= last_epoch]
-        write_text(path, ''.join(json.dumps(r) + '\n' for r in keep))
+        keep = [r for r in folder.read_stats(split) if r['epoch'] <= last_epoch]
+        folder.write_stats(split, keep)
 
 
 def has_wandb_key() -> bool:
@@ -354,9 +354,7 @@ class RunLogger:
         """Append ``records[split]`` to the stats files, log one line."""
         if self.main:
             for split, rec in records.items():
-                path = RunDir(self.run_dir).stats(split)
-                with write_guard(path), open(path, 'a') as f:
-                    f.write(json.dumps(rec) + '\n')
+                RunDir(self.run_dir).append_stats(split, rec)
                 scalars = {k: v for k, v in rec.items()
                            if k != 'epoch' and isinstance(v, (int, float))}
                 if self.tb is not None:
@@ -382,7 +380,7 @@ class RunLogger:
         """Write ``best.json`` and the W&B ``best/*`` summary values."""
         if not self.main:
             return
-        write_json(RunDir(self.run_dir).best, best)
+        RunDir(self.run_dir).write_best(best)
         if self.wandb is not None:
             for split in SPLITS:
                 for k, v in best.get(split, {}).items():
@@ -400,10 +398,7 @@ class RunLogger:
             return done
         epochs: Dict[int, Dict[str, float]] = {}
         for split in SPLITS:
-            path = RunDir(self.run_dir).stats(split)
-            if not os.path.exists(path):
-                continue
-            for rec in read_jsonl(path):
+            for rec in RunDir(self.run_dir).read_stats(split):
                 if rec['epoch'] <= last_epoch:
                     epochs.setdefault(rec['epoch'], {}).update(
                         {f'{split}/{k}': v for k, v in rec.items()

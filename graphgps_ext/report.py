@@ -52,7 +52,6 @@ import argparse
 import csv
 import datetime
 import glob
-import json
 import math
 import os
 import re
@@ -63,8 +62,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 import numpy as np
 
 from graphgps_ext.config import ConfigError, flatten, read_yaml
-from graphgps_ext.files import read_jsonl, write_text
-from graphgps_ext.identity import read_done
+from graphgps_ext.files import write_text
 from graphgps_ext.run_config import config_name
 from graphgps_ext.run_dir import Results, RunRoot
 from graphgps_ext.seed_folder import check_seed, seed_folders
@@ -135,14 +133,6 @@ def paper_key(row: Dict[str, str], table_field: str = 'table') -> Tuple[str, ...
             row['metric'], row.get('split') or 'test')
 
 
-def _read_json(path: str) -> Optional[Any]:
-    try:
-        with open(path) as f:
-            return json.load(f)
-    except (OSError, ValueError):
-        return None
-
-
 def _read_yaml(path: str) -> Dict[str, Any]:
     """The mapping of a YAML file (:func:`graphgps_ext.config.read_yaml`),
     ``{}`` when there is none."""
@@ -194,7 +184,7 @@ def load_results(results_dir: str, name: str, curves: bool = True) -> Optional[C
     for entry in seed_folders(base):
         folder = run_root.seed(entry)
         path = folder.path
-        done_info = read_done(path)
+        done_info = folder.read_done()
         done = done_info is not None
         # Checked before anything is reported (a damaged seed raises
         # SeedFolderError naming the seed folder and the file).
@@ -206,14 +196,14 @@ def load_results(results_dir: str, name: str, curves: bool = True) -> Optional[C
         elif record['stats'].get('train'):
             epochs = record['stats']['train'][-1]['epoch'] + 1
         seeds.append(SeedResult(int(entry), done, record['best'],
-                                epochs, _read_yaml(folder.config), stats,
-                                _read_json(folder.data)))
+                                epochs, folder.read_config(), stats,
+                                folder.read_data()))
     agg = {}
     for split in SPLITS:
-        best = _read_json(run_root.agg_best(split))
-        if isinstance(best, dict):
+        best = run_root.read_agg_best(split)
+        if best is not None:
             agg[split] = best
-    agg_stats = {s: read_jsonl(run_root.agg_stats(s))
+    agg_stats = {s: run_root.read_agg_stats(s)
                  for s in SPLITS} if agg and (curves or not seeds) else {}
     if not seeds and not agg:
         return None

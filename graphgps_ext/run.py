@@ -48,7 +48,6 @@ holds the lock, decides and writes every file; the dataset is loaded by
 rank 0 first (which processes and caches it), then by the others; each
 process trains a DDP replica on its device and its shard of the data.
 """
-import json
 import os
 import shlex
 import time
@@ -61,14 +60,13 @@ import torch_geometric.graphgym.register as gg
 
 from graphgps_ext import dist
 from graphgps_ext.config import ConfigError
-from graphgps_ext.files import (ResultsWriteError, remove_temp_files,
-                                write_guard, write_json, write_text)
+from graphgps_ext.files import ResultsWriteError, remove_temp_files, write_guard
 from graphgps_ext.identity import (fingerprint, format_changes, identity,
                                    resume_changes, seed_status)
 from graphgps_ext.logger import (RunLogger, attach_run_log, get_logger,
                                  setup_logging, truncate_stats)
 from graphgps_ext.run_config import finalize_cfg
-from graphgps_ext.run_dir import FINGERPRINT_LINE, RunDir
+from graphgps_ext.run_dir import RunDir
 from graphgps_ext.seed_folder import (Replacement, SeedFolderError, SeedLock,
                                       SeedLocked, check_seed, file_digests,
                                       recover, run_entries)
@@ -123,12 +121,6 @@ def resume_command(cfg_file: Optional[str], opts: Sequence[str], seed: int,
                        '--seeds', str(seed), *keep, 'train.auto_resume', 'True'])
 
 
-def write_config(cfg, path: str, fp: str):
-    """``config.yaml``: ``# fingerprint: <fp>``, then the config as YAML
-    (atomically; the file loads as a config)."""
-    write_text(path, FINGERPRINT_LINE.format(fp) + '\n' + cfg.dump())
-
-
 @dataclass
 class Plan:
     """What :func:`run_seed` does with a seed folder (decided by rank 0).
@@ -170,7 +162,7 @@ def run_seed(cfg, cfg_file: Optional[str] = None,
             lambda: decide(cfg, run_dir, ident, overwrite), default=(None, None))
         plan = dist.broadcast_object(plan)
         if plan.action == 'skip':
-            return dist.broadcast_object(_read_best(run_dir) if lock else None)
+            return dist.broadcast_object(RunDir(run_dir).read_best() if lock else None)
         run = prepare(cfg, plan, state)
         trainer = start(cfg, run_dir, run, plan, ident, callbacks)
         best = train(trainer, lambda *drop: resume_command(
@@ -309,9 +301,9 @@ def prepare(cfg, plan: Plan, state: Optional[Dict[str, Any]]) -> SimpleNamespace
 
 def _write_run_files(cfg, run_dir: str, bundle, fp: str):
     folder = RunDir(run_dir)
-    write_config(cfg, folder.config, fp)
+    folder.write_config(cfg.dump(), fp)
     if getattr(bundle, 'info', None):
-        write_json(folder.data, bundle.info)
+        folder.write_data(bundle.info)
     if getattr(bundle, 'split_indices', None) is not None:
         ckpt.save(bundle.split_indices, folder.split_indices)
 
@@ -387,15 +379,12 @@ def _resume(cfg, run_dir: str, run: SimpleNamespace, plan: Plan,
 def append_history(run_dir: str, last_epoch: int, plan: Plan):
     """One line of ``resume_history.jsonl``: when, after which epoch (1-based),
     from which checkpoint, and the keys that changed (old -> new)."""
-    line = json.dumps({
+    RunDir(run_dir).append_history({
         'time': time.strftime('%Y-%m-%dT%H:%M:%S'),
         'after_epoch': last_epoch + 1,
         'checkpoint': os.path.relpath(plan.checkpoint, run_dir),
         'changes': [{'key': k, 'old': a, 'new': b} for k, a, b in plan.changes],
-    }, default=str)
-    path = RunDir(run_dir).history
-    with write_guard(path), open(path, 'a') as f:
-        f.write(line + '\n')
+    })
 
 
 def _log_setup(cfg, run: SimpleNamespace, trainer: Trainer):
@@ -451,7 +440,7 @@ def finish(run_dir: str, trainer: Trainer, best: Optional[Dict[str, Any]],
             f'{s} {metric} {best[s][metric]:.4g}' for s in ('train', 'val', 'test')
             if s in best))
     if dist.is_main_process():
-        write_json(RunDir(run_dir).done, {
+        RunDir(run_dir).write_done({
             'finished': time.strftime('%Y-%m-%dT%H:%M:%S'),
             'epochs': trainer.last_epoch + 1,
             'seconds': round(seconds, 2),
@@ -462,11 +451,3 @@ def finish(run_dir: str, trainer: Trainer, best: Optional[Dict[str, Any]],
             'identity': ident,
             'files': file_digests(run_dir),
         })
-
-
-def _read_best(run_dir: str) -> Optional[Dict[str, Any]]:
-    path = RunDir(run_dir).best
-    if not os.path.exists(path):
-        return None
-    with open(path) as f:
-        return json.load(f)

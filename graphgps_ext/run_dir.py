@@ -1,4 +1,4 @@
-"""The results tree, named in one place.
+"""The results tree, named and formatted in one place.
 
 Every file name of the results tree lives here; every other module asks
 these classes for its paths (``tests/test_run_dir.py`` checks that no
@@ -29,19 +29,96 @@ other module spells one)::
         agg/curves.png                 the report's curves
         logs/seed<k>.log               the launcher's log of seed k
 
-The formats: ``stats.json`` and ``resume_history.jsonl`` hold one JSON
-object a line; ``best.json``, ``done`` and ``data.json`` one JSON object;
-``config.yaml`` is YAML whose first line is ``# fingerprint: <hex>``
-(:data:`FINGERPRINT_LINE`). Reading and checking them is
-:mod:`graphgps_ext.seed_folder`'s job.
+The formats are owned here too: every file of the tree that holds a
+record is written and read by a method of its class (``RunDir.write_done``
+/ ``read_done``, ``append_stats`` / ``read_stats``, ``RunRoot.write_agg``,
+...), and no other module formats or parses one (``tests/test_run_dir.py``
+checks that as well):
+
+- ``stats.json``, ``resume_history.jsonl`` and ``agg/<split>/stats.json``:
+  one JSON object a line, appended a line at a time or rewritten whole;
+  a torn last line (a kill mid-append) is dropped by the readers;
+- ``best.json``, ``done``, ``data.json``: one indented JSON object;
+  ``agg/<split>/best.json``: one JSON object on one line (GraphGym's);
+- ``config.yaml``: the config as YAML, its first line
+  ``# fingerprint: <hex>`` (:data:`FINGERPRINT_LINE`);
+- ``lock``: one JSON object (who holds it) on one line;
+  ``.replacing/manifest.json``: the JSON list of the entries moved aside;
+- ``_search/<task>/search.json``: one indented JSON object (:class:`SearchDir`).
+
+Every whole-file write is atomic (:mod:`graphgps_ext.files`); appends add
+one line. The readers return the raw records and raise
+:class:`RunFileError` (the file and what is wrong) where the callers rely
+on it. Checking that the files of a seed folder agree with each other, the
+lock and the replacement of a previous run are
+:mod:`graphgps_ext.seed_folder`'s job; the checkpoints' serialisation is
+:mod:`graphgps_ext.train.checkpoint`'s (their names are given here).
 """
+import json
 import os
-from typing import Tuple, Union
+from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
+
+from graphgps_ext.files import read_jsonl, write_guard, write_json, write_text
 
 PathLike = Union[str, os.PathLike]
 
 #: The first line of ``config.yaml``.
 FINGERPRINT_LINE = '# fingerprint: {}'
+
+
+class RunFileError(ValueError):
+    """A file of the results tree that cannot be read in its format:
+    ``name`` (relative to its folder) and ``problem`` (e.g. ``'line 3 is
+    not JSON'``)."""
+
+    def __init__(self, name: str, problem: str):
+        super().__init__(f'{name} {problem}')
+        self.name = name
+        self.problem = problem
+
+
+def _lines(records: Sequence[Any]) -> str:
+    """JSON lines: one compact object per line."""
+    return ''.join(json.dumps(r) + '\n' for r in records)
+
+
+def _append_line(path: str, line: str):
+    """Add one line to ``path`` (created if missing)."""
+    with write_guard(path), open(path, 'a') as f:
+        f.write(line + '\n')
+
+
+def _read_lines(path: str, name: str) -> List[Tuple[int, Any]]:
+    """``(line number, JSON value)`` of every line of ``path``, blank lines
+    skipped; a
+    last line without its newline that is not JSON (torn by a kill
+    mid-append) is dropped. ``[]`` without a file. :class:`RunFileError`
+    (``name``) for an unreadable file or another line that is not JSON."""
+    if not os.path.exists(path):
+        return []
+    try:
+        with open(path, encoding='utf-8') as f:
+            lines = f.read().split('\n')
+    except (OSError, UnicodeDecodeError) as err:
+        raise RunFileError(name, f'cannot be read ({err})') from None
+    out: List[Tuple[int, Any]] = []
+    for i, line in enumerate(lines):
+        if not line.strip():
+            continue
+        try:
+            out.append((i + 1, json.loads(line)))
+        except ValueError:
+            if i == len(lines) - 1:
+                break
+            raise RunFileError(name, f'line {i + 1} is not JSON') from None
+    return out
+
+
+def _read_json(path: str) -> Any:
+    """The JSON value of ``path``; ``OSError`` / ``ValueError`` as
+    :func:`json.load` raises them."""
+    with open(path, encoding='utf-8') as f:
+        return json.load(f)
 
 
 class RunDir:
@@ -207,6 +284,138 @@ class RunDir:
         """The run folder that holds this seed folder."""
         return RunRoot(os.path.dirname(os.path.normpath(self.path)))
 
+    # --------------------------------------------------------- formats --
+    @staticmethod
+    def lock_record(info: Dict[str, Any]) -> bytes:
+        """The contents of ``lock``: ``info`` (who holds it) as one JSON
+        line (written in place by the holder, which keeps the file open)."""
+        return (json.dumps(info) + '\n').encode()
+
+    @staticmethod
+    def parse_lock(data: bytes) -> Optional[Dict[str, Any]]:
+        """The holder's ``info`` from the contents of ``lock``, or ``None``
+        (empty: not written yet, or not a JSON object)."""
+        try:
+            info = json.loads(data.decode() or 'null')
+        except ValueError:
+            return None
+        return info if isinstance(info, dict) else None
+
+    def write_config(self, text: str, fingerprint: str):
+        """``config.yaml``: :data:`FINGERPRINT_LINE`, then ``text`` (the
+        config as YAML), atomically; the file loads as a config."""
+        write_text(self.config, FINGERPRINT_LINE.format(fingerprint) + '\n' + text)
+
+    def read_fingerprint(self) -> Optional[str]:
+        """The fingerprint on the first line of ``config.yaml`` (``None``
+        without a readable file or without the line)."""
+        try:
+            with open(self.config, encoding='utf-8') as f:
+                first = f.readline().strip()
+        except (OSError, UnicodeDecodeError):
+            return None
+        prefix = FINGERPRINT_LINE.format('')
+        return first[len(prefix):] if first.startswith(prefix) else None
+
+    def read_config(self) -> Dict[str, Any]:
+        """The mapping of ``config.yaml``
+        (:func:`graphgps_ext.config.read_yaml`), ``{}`` when it cannot be
+        read."""
+        from graphgps_ext.config import ConfigError, read_yaml
+        try:
+            return read_yaml(self.config)
+        except ConfigError:
+            return {}
+
+    def write_data(self, info: Dict[str, Any]):
+        """``data.json``: the dataset's description, atomically."""
+        write_json(self.data, info)
+
+    def read_data(self) -> Optional[Any]:
+        """``data.json``'s value, or ``None`` (no file, not JSON)."""
+        try:
+            return _read_json(self.data)
+        except (OSError, ValueError):
+            return None
+
+    def append_stats(self, split: str, record: Dict[str, Any]):
+        """Add one epoch's record to ``<split>/stats.json`` (one line)."""
+        _append_line(self.stats(split), json.dumps(record))
+
+    def write_stats(self, split: str, records: Sequence[Dict[str, Any]]):
+        """Rewrite ``<split>/stats.json`` with ``records``, atomically."""
+        write_text(self.stats(split), _lines(records))
+
+    def read_stats(self, split: str) -> List[Any]:
+        """The lines of ``<split>/stats.json`` as JSON values, unchecked
+        (:func:`graphgps_ext.seed_folder.read_stats` checks them): ``[]``
+        without a file, a torn last line dropped; :class:`RunFileError` for
+        an unreadable file or an earlier line that is not JSON."""
+        return [rec for _, rec in self.read_stats_lines(split)]
+
+    def read_stats_lines(self, split: str) -> List[Tuple[int, Any]]:
+        """:meth:`read_stats` with each value's line number (1-based), for
+        the checks that name a line."""
+        return _read_lines(self.stats(split), self.stats_name(split))
+
+    def write_best(self, best: Dict[str, Any]):
+        """``best.json``: the best epoch's record, atomically."""
+        write_json(self.best, best)
+
+    def read_best(self) -> Optional[Any]:
+        """``best.json``'s value, unchecked
+        (:func:`graphgps_ext.seed_folder.read_best` checks it), ``None``
+        without a file; :class:`RunFileError` when it is not JSON."""
+        if not os.path.exists(self.best):
+            return None
+        try:
+            return _read_json(self.best)
+        except (OSError, ValueError) as err:
+            raise RunFileError(self.BEST, f'is not valid JSON ({err})') from None
+
+    def append_history(self, record: Dict[str, Any]):
+        """Add one resume's record to ``resume_history.jsonl`` (one line;
+        values JSON does not know are written as text)."""
+        _append_line(self.history, json.dumps(record, default=str))
+
+    def read_history(self) -> List[Any]:
+        """The records of ``resume_history.jsonl`` (``[]`` without one; a
+        torn last line dropped)."""
+        return read_jsonl(self.history)
+
+    def write_done(self, record: Dict[str, Any]):
+        """The ``done`` marker, atomically: written last, when the run has
+        finished."""
+        write_json(self.done, record)
+
+    def read_done(self) -> Optional[Dict[str, Any]]:
+        """The ``done`` marker as a dict (``{}`` when it is not a JSON
+        object, e.g. written by hand), or ``None`` when there is none."""
+        if not os.path.exists(self.done):
+            return None
+        try:
+            data = _read_json(self.done)
+        except (OSError, ValueError):
+            return {}
+        return data if isinstance(data, dict) else {}
+
+    @property
+    def manifest(self) -> str:
+        """``.replacing/manifest.json``."""
+        return os.path.join(self.pending, self.MANIFEST)
+
+    def write_manifest(self, names: Sequence[str]):
+        """The entries a replacement moves aside, atomically."""
+        write_text(self.manifest, json.dumps(list(names)))
+
+    def read_manifest(self) -> Optional[List[str]]:
+        """The entries recorded by :meth:`write_manifest`, or ``None`` when
+        the manifest is missing or incomplete (not JSON)."""
+        try:
+            return _read_json(self.manifest)
+        except (FileNotFoundError, ValueError):
+            return None
+
 
 class RunRoot:
     """A run's folder ``<out_dir>/<run_name>/``: its seed folders, the
@@ -246,6 +455,34 @@ class RunRoot:
     @property
     def curves(self) -> str:
         return os.path.join(self.agg, self.CURVES)
+
+    def write_agg(self, split: str, best: Dict[str, Any],
+                  stats: Sequence[Dict[str, Any]]):
+        """``agg/<split>/best.json`` (one JSON object on one line, as
+        GraphGym's) and ``agg/<split>/stats.json`` (one object per epoch and
+        line), each atomically."""
+        write_text(self.agg_best(split), json.dumps(best) + '\n')
+        write_text(self.agg_stats(split), _lines(stats))
+
+    def remove_agg(self, split: str):
+        """Remove ``agg/<split>/``'s files (where present)."""
+        for path in (self.agg_best(split), self.agg_stats(split)):
+            try:
+                os.remove(path)
+            except FileNotFoundError:
+                pass
+
+    def read_agg_best(self, split: str) -> Optional[Dict[str, Any]]:
+        """``agg/<split>/best.json``, or ``None`` (none, not a JSON object)."""
+        try:
+            best = _read_json(self.agg_best(split))
+        except (OSError, ValueError):
+            return None
+        return best if isinstance(best, dict) else None
+
+    def read_agg_stats(self, split: str) -> List[Any]:
+        """The records of ``agg/<split>/stats.json`` (``[]`` without one)."""
+        return read_jsonl(self.agg_stats(split))
 
     @property
     def logs(self) -> str:
@@ -294,5 +531,71 @@ class Results:
         return os.path.join(self.path, self.SLURM)
 
     def search(self, task: str) -> str:
-        """The folder of the grid search ``task``."""
+        """The folder of the grid search ``task`` (:class:`SearchDir`)."""
         return os.path.join(self.path, self.SEARCHES, task)
+
+
+def write_yaml(path: PathLike, tree: Dict[str, Any], header: str):
+    """A config file (a search's point or its chosen point): ``header`` as
+    ``#`` comment lines, then ``tree`` as block YAML in its key order,
+    atomically."""
+    import yaml
+    write_text(os.fspath(path), ''.join(f'# {ln}\n' for ln in header.splitlines())
+               + yaml.safe_dump(tree, sort_keys=False, default_flow_style=False))
+
+
+class SearchDir:
+    """A grid search's folder ``<out_dir>/_search/<task>/``: its record
+    ``search.json`` (one indented JSON object: what was searched, the
+    points, their run folders and fingerprints), the points' configs
+    ``configs/<point>.yaml``, the ranking ``summary.csv`` and the best
+    point's config ``chosen.yaml`` (the configs: :func:`write_yaml`)."""
+
+    def __init__(self, path: PathLike):
+        self.path = os.fspath(path)
+
+    def __fspath__(self) -> str:
+        return self.path
+
+    def __repr__(self) -> str:
+        return f'SearchDir({self.path!r})'
+
+    @property
+    def record(self) -> str:
+        return os.path.join(self.path, Results.SEARCH)
+
+    @property
+    def configs(self) -> str:
+        return os.path.join(self.path, Results.CONFIGS)
+
+    def config(self, point: str) -> str:
+        """``configs/<point>.yaml``."""
+        return os.path.join(self.configs, f'{point}.yaml')
+
+    @property
+    def summary(self) -> str:
+        return os.path.join(self.path, Results.SUMMARY)
+
+    @property
+    def chosen(self) -> str:
+        return os.path.join(self.path, Results.CHOSEN)
+
+    def write_record(self, search: Dict[str, Any]):
+        """``search.json``, atomically."""
+        write_json(self.record, search)
+
+    def read_record(self) -> Any:
+        """``search.json``'s value (``OSError`` / ``ValueError`` as
+        :func:`json.load` raises them)."""
+        return _read_json(self.record)
+
+    def write_summary(self, header: Sequence[Any], rows: Sequence[Sequence[Any]]):
+        """``summary.csv``: ``header``, then ``rows`` (the csv module's
+        dialect), atomically."""
+        import csv
+        import io
+        buf = io.StringIO()
+        w = csv.writer(buf)
+        w.writerow(header)
+        w.writerows(rows)
+        write_text(self.summary, buf.getvalue())

@@ -30,22 +30,20 @@ Anything in a seed folder that is not a run entry is never touched.
 """
 import datetime
 import fcntl
-import json
 import os
 import shutil
 import socket
 import sys
 from typing import Any, Dict, List, Optional
 
-from graphgps_ext.files import write_guard, write_text
-from graphgps_ext.run_dir import FINGERPRINT_LINE, RunDir
+from graphgps_ext.files import write_guard
+from graphgps_ext.run_dir import RunDir, RunFileError
 
 LOCK_NAME = RunDir.LOCK
 #: What a run writes into its seed folder (and a replacement moves).
 RUN_ENTRIES = RunDir.ENTRIES
 _PENDING = RunDir.PENDING
 _TRASH = RunDir.TRASH
-_MANIFEST = RunDir.MANIFEST
 
 
 def is_run_entry(name: str) -> bool:
@@ -82,10 +80,8 @@ def _describe(info: Optional[Dict[str, Any]]) -> str:
 
 def _read_info(fd: int) -> Optional[Dict[str, Any]]:
     try:
-        data = os.pread(fd, 65536, 0)
-        info = json.loads(data.decode() or 'null')
-        return info if isinstance(info, dict) else None
-    except (OSError, ValueError):
+        return RunDir.parse_lock(os.pread(fd, 65536, 0))
+    except OSError:
         return None
 
 
@@ -137,7 +133,7 @@ class SeedLock:
                     'started': datetime.datetime.now().isoformat(timespec='seconds'),
                     'argv': sys.argv}
             os.ftruncate(fd, 0)
-            os.pwrite(fd, (json.dumps(info) + '\n').encode(), 0)
+            os.pwrite(fd, RunDir.lock_record(info), 0)
         return self
 
     def _makedirs(self) -> List[str]:
@@ -216,7 +212,7 @@ class Replacement:
         with write_guard(self.pending):
             os.makedirs(self.pending)
             self.active = True  # from here on, rollback() / recover() undo it
-            write_text(os.path.join(self.pending, _MANIFEST), json.dumps(names))
+            RunDir(self.run_dir).write_manifest(names)
             for name in names:
                 os.replace(os.path.join(self.run_dir, name),
                            os.path.join(self.pending, name))
@@ -246,10 +242,8 @@ def restore(run_dir: str) -> List[str]:
     present): remove the new run's entries, move the old ones back. Returns
     the names restored."""
     pending = os.path.join(run_dir, _PENDING)
-    try:
-        with open(os.path.join(pending, _MANIFEST)) as f:
-            old = json.load(f)
-    except (FileNotFoundError, ValueError):
+    old = RunDir(run_dir).read_manifest()
+    if old is None:
         # Stopped before the manifest was complete: nothing was moved yet,
         # every entry in the folder is the old run's.
         _remove(pending)
@@ -344,30 +338,18 @@ def read_stats(run_dir: str, split: str) -> List[Dict[str, Any]]:
     last line, left by a kill mid-write, is dropped). ``[]`` without a file.
     Raises :class:`SeedFolderError` naming the seed folder and the file."""
     name = RunDir.stats_name(split)
-    path = os.path.join(run_dir, name)
-    if not os.path.exists(path):
-        return []
     try:
-        with open(path, encoding='utf-8') as f:
-            lines = f.read().split('\n')
-    except (OSError, UnicodeDecodeError) as err:
-        raise _damaged(run_dir, name, f'cannot be read ({err})') from None
+        lines = RunDir(run_dir).read_stats_lines(split)
+    except RunFileError as err:
+        raise _damaged(run_dir, err.name, err.problem) from None
     out: List[Dict[str, Any]] = []
-    for i, line in enumerate(lines):
-        if not line.strip():
-            continue
-        try:
-            rec = json.loads(line)
-        except ValueError:
-            if i == len(lines) - 1:  # a torn last line (no newline yet)
-                break
-            raise _damaged(run_dir, name, f'line {i + 1} is not JSON') from None
+    for i, rec in lines:
         if not isinstance(rec, dict) or not isinstance(rec.get('epoch'), int) \
                 or isinstance(rec.get('epoch'), bool):
-            raise _damaged(run_dir, name, f'line {i + 1} is not a stats record '
+            raise _damaged(run_dir, name, f'line {i} is not a stats record '
                            "(a JSON object with an integer 'epoch')")
         if out and rec['epoch'] <= out[-1]['epoch']:
-            raise _damaged(run_dir, name, f'line {i + 1} repeats or goes back to '
+            raise _damaged(run_dir, name, f'line {i} repeats or goes back to '
                            f"epoch {rec['epoch']} after epoch {out[-1]['epoch']}")
         out.append(rec)
     return out
@@ -376,14 +358,12 @@ def read_stats(run_dir: str, split: str) -> List[Dict[str, Any]]:
 def read_best(run_dir: str) -> Optional[Dict[str, Any]]:
     """``best.json`` of a seed folder, checked to be a JSON object with an
     integer ``epoch`` and a ``metric`` (``None`` when there is none)."""
-    path = RunDir(run_dir).best
-    if not os.path.exists(path):
-        return None
     try:
-        with open(path, encoding='utf-8') as f:
-            best = json.load(f)
-    except (OSError, ValueError) as err:
-        raise _damaged(run_dir, RunDir.BEST, f'is not valid JSON ({err})') from None
+        best = RunDir(run_dir).read_best()
+    except RunFileError as err:
+        raise _damaged(run_dir, err.name, err.problem) from None
+    if best is None:
+        return None
     if not isinstance(best, dict) or not isinstance(best.get('epoch'), int) \
             or 'metric' not in best:
         raise _damaged(run_dir, RunDir.BEST, "is not a best-epoch record (a JSON "
@@ -459,13 +439,7 @@ def check_seed(run_dir: str, done: Optional[Dict[str, Any]] = None,
                                    f'SHA-256 differs from the one in {_DONE})')
         fp = done.get('fingerprint')
         if fp:
-            first = ''
-            try:
-                with open(RunDir(run_dir).config, encoding='utf-8') as f:
-                    first = f.readline().strip()
-            except (OSError, UnicodeDecodeError):
-                pass
-            if first != FINGERPRINT_LINE.format(fp):
+            if RunDir(run_dir).read_fingerprint() != f'{fp}':
                 raise _damaged(run_dir, RunDir.CONFIG, 'does not carry the '
                                f'fingerprint {fp} recorded in {_DONE} (edited or '
                                'replaced after the run finished)')

@@ -9,7 +9,7 @@ import sys
 import tempfile
 from typing import Callable, List, Optional, Sequence, Tuple
 
-from graphgps_ext.run_dir import Results
+from graphgps_ext.run_dir import Results, SearchDir, write_yaml
 from graphgps_ext.sweep import grid as gridlib
 from graphgps_ext.sweep import local, slurm
 from graphgps_ext.sweep.plan import (Plan, SweepError, Target, agg_command, expand_config,
@@ -262,7 +262,7 @@ def _grid_pairs(args, overrides: List[str], seeds: List[int], say, scratch: Opti
     root = resolved.out_dir
     task = gridlib.task_name(base, args.grid)
     search_dir = Results(root).search(task)
-    cfg_dir = os.path.join(search_dir, Results.CONFIGS)
+    cfg_dir = SearchDir(search_dir).configs
     pts = gridlib.points(gridlib.stem(base), grids, args.sample, args.sample_seed)
     base_yaml = read_yaml(base)
     names = {f'{p.name}.yaml' for p in pts}
@@ -276,8 +276,8 @@ def _grid_pairs(args, overrides: List[str], seeds: List[int], say, scratch: Opti
         path = os.path.join(scratch or cfg_dir, f'{p.name}.yaml')
         tree = gridlib.point_config(base_yaml, p, out_dir=os.path.join(root, task),
                                     run_name=p.name)
-        gridlib.write_yaml(path, tree, f'Point {p.name} of the search {task}: {base} with '
-                                       f'{args.grid}\n(python -m graphgps_ext.sweep --grid).')
+        write_yaml(path, tree, f'Point {p.name} of the search {task}: {base} with '
+                               f'{args.grid}\n(python -m graphgps_ext.sweep --grid).')
         fps.append(effective_fingerprint(load_cfg(path, list(overrides) + ['accelerator', 'cpu']),
                                          default_cfg()))
     # Points that build the same run (they differ only in keys without effect) run once.
@@ -309,12 +309,11 @@ def _grid_pairs(args, overrides: List[str], seeds: List[int], say, scratch: Opti
 
 
 def _write_search(search_dir: str, search: dict, plan: Plan):
-    from graphgps_ext.files import write_json
     by_config = {t.config: t for t in plan.targets}
     for p in search['points']:
         t = by_config[p['config']]
         p.update(folder=t.folder, fingerprint=t.fingerprint)
-    write_json(os.path.join(search_dir, Results.SEARCH), search)
+    SearchDir(search_dir).write_record(search)
 
 
 def summarize_command(search_dir: str, say: Callable[[str], None] = print) -> int:
@@ -329,9 +328,9 @@ def summarize_command(search_dir: str, say: Callable[[str], None] = print) -> in
     say(f"chosen: {b.point['name']} (val {metric} {gridlib._fmt(b.val)}, test {metric} "
         f'{gridlib._fmt(b.test)}, {b.seeds} seed(s))'
         + (f" [{' and '.join(b.flags)}: see the warnings above]" if b.flags else ''))
-    chosen = os.path.join(search_dir, Results.CHOSEN)
-    say(f'summary: {os.path.join(search_dir, Results.SUMMARY)}; chosen config: {chosen}')
-    say(f'final run: {PROG} {chosen} --seeds 0-9'
+    folder = SearchDir(search_dir)
+    say(f'summary: {folder.summary}; chosen config: {folder.chosen}')
+    say(f'final run: {PROG} {folder.chosen} --seeds 0-9'
         + (f"  [screening overrides not included: {' '.join(search['overrides'])}]"
            if search['overrides'] else ''))
     return 0

@@ -40,9 +40,6 @@ mean equals another point's (:data:`TIE_TOLERANCE`).
 """
 import ast
 import copy
-import csv
-import io
-import json
 import math
 import os
 import random
@@ -50,15 +47,11 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
-import yaml
-
 from graphgps_ext.config import read_yaml, set_key
-from graphgps_ext.files import write_text
-from graphgps_ext.run_dir import Results, RunRoot
+from graphgps_ext.run_dir import RunRoot, SearchDir, write_yaml
 from graphgps_ext.sweep.plan import SweepError, never_leaves_warmup
 
 _ALIAS = re.compile(r'[A-Za-z0-9_.+]+')
-SEARCH_FILE = Results.SEARCH
 
 
 @dataclass
@@ -214,11 +207,6 @@ def point_config(base_yaml: Dict[str, Any], point: Point, **keys: Any) -> Dict[s
     return tree
 
 
-def write_yaml(path: str, tree: Dict[str, Any], header: str):
-    write_text(path, ''.join(f'# {ln}\n' for ln in header.splitlines())
-               + yaml.safe_dump(tree, sort_keys=False, default_flow_style=False))
-
-
 def stem(path: str) -> str:
     return os.path.splitext(os.path.basename(path))[0]
 
@@ -250,15 +238,11 @@ def _identity(folder: str, fp: Optional[str]) -> Optional[Dict[str, Any]]:
     if not os.path.isdir(folder):
         return None
     for entry in sorted(os.listdir(folder)):
-        path = RunRoot(folder).seed(entry).done
-        if not (entry.isdigit() and os.path.isfile(path)):
+        seed = RunRoot(folder).seed(entry)
+        if not (entry.isdigit() and os.path.isfile(seed.done)):
             continue
-        try:
-            with open(path) as f:
-                marker = json.load(f)
-        except (OSError, ValueError):
-            continue
-        if isinstance(marker, dict) and (fp is None or marker.get('fingerprint') == fp):
+        marker = seed.read_done()  # {} when it is not a JSON object
+        if fp is None or marker.get('fingerprint') == fp:
             ident = marker.get('identity')
             if isinstance(ident, dict):
                 return ident
@@ -285,12 +269,12 @@ def summarize(search_dir: str) -> Tuple[List[PointResult], Dict[str, Any]]:
     (best first; points without a finished seed last). Writes
     ``summary.csv`` and, when a point has results, ``chosen.yaml``."""
     from graphgps_ext.agg import aggregate
-    path = os.path.join(search_dir, SEARCH_FILE)
+    folder = SearchDir(search_dir)
+    path = folder.record
     if not os.path.isfile(path):
         raise SweepError(f'{path} not found: give the folder of a search '
                          '(<results>/_search/<base>_grid_<grid>)')
-    with open(path) as f:
-        search = json.load(f)
+    search = folder.read_record()
     results, metric, mode = [], None, 'max'
     for p in search['points']:
         res = PointResult(p)
@@ -319,7 +303,7 @@ def summarize(search_dir: str) -> Tuple[List[PointResult], Dict[str, Any]]:
         best = done[0].point
         tree = point_config(read_yaml(search['base']), Point(best['name'], best['values'], {}),
                             run_name=best['name'])
-        write_yaml(os.path.join(search_dir, Results.CHOSEN), tree,
+        write_yaml(folder.chosen, tree,
                    f"The chosen point of the search {search['task']}: {best['name']}\n"
                    f"(best mean val {metric} over {done[0].seeds} seed(s); screening "
                    f"overrides not included: {' '.join(search['overrides']) or 'none'}).\n"
@@ -334,16 +318,15 @@ def _fmt(pair: Optional[Tuple[float, float]]) -> str:
 def _write_summary(search_dir: str, search: Dict[str, Any], ranked: List[PointResult]):
     aliases = search['aliases']
     planned = len(search['seeds'])
-    buf = io.StringIO()
-    w = csv.writer(buf)
-    w.writerow(['rank', 'point', *aliases.values(), 'val_mean', 'val_std', 'test_mean',
-                'test_std', 'num_seeds', 'planned_seeds', 'best_epoch', 'flags', 'config'])
+    header = ['rank', 'point', *aliases.values(), 'val_mean', 'val_std', 'test_mean',
+              'test_std', 'num_seeds', 'planned_seeds', 'best_epoch', 'flags', 'config']
+    rows = []
     for r in ranked:
         vals = [r.point['values'].get(k, '') for k in aliases]
-        w.writerow([r.rank or '', r.point['name'], *vals,
-                    *(r.val or ('', '')), *(r.test or ('', '')), r.seeds, planned,
-                    '' if r.epoch is None else r.epoch, ' '.join(r.flags), r.point['config']])
-    write_text(os.path.join(search_dir, Results.SUMMARY), buf.getvalue())
+        rows.append([r.rank or '', r.point['name'], *vals,
+                     *(r.val or ('', '')), *(r.test or ('', '')), r.seeds, planned,
+                     '' if r.epoch is None else r.epoch, ' '.join(r.flags), r.point['config']])
+    SearchDir(search_dir).write_summary(header, rows)
 
 
 def format_summary(ranked: List[PointResult], search: Dict[str, Any]) -> str:

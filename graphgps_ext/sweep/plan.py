@@ -237,7 +237,6 @@ def lock_holder(run_dir: str) -> Optional[str]:
     :class:`graphgps_ext.seed_folder.SeedLock`), or ``None``. The probe is
     a shared, non-blocking lock released at once."""
     import fcntl
-    import json
     try:
         fd = os.open(RunDir(run_dir).lock, os.O_RDONLY)
     except OSError:
@@ -247,8 +246,8 @@ def lock_holder(run_dir: str) -> Optional[str]:
             fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
         except BlockingIOError:
             try:
-                info = json.loads(os.pread(fd, 65536, 0).decode() or 'null')
-            except (OSError, ValueError):
+                info = RunDir.parse_lock(os.pread(fd, 65536, 0))
+            except OSError:
                 info = None
             if isinstance(info, dict):
                 return (f"pid {info.get('pid')} on host {info.get('host')}, started "
