@@ -27,6 +27,12 @@ between 1 and 3 leaves ``.replacing/``: the next run on this seed calls
 old from new) and removes the new run's partial files, so the folder holds
 the old run exactly as before. A leftover ``.replaced/`` is deleted.
 Anything in a seed folder that is not a run entry is never touched.
+
+Checking. :func:`check_seed` reads a seed folder's files with the readers
+of :class:`~graphgps_ext.run_dir.RunDir` (which owns their names and
+formats) and checks that they are records of one run and agree with each
+other and with the ``done`` marker; a damaged file raises
+:class:`SeedFolderError` naming the seed folder and the file.
 """
 import datetime
 import fcntl
