@@ -6,8 +6,8 @@ other module spells one)::
 
     <out_dir>/                         Results
         REPORT.md                      python -m graphgps_ext.report
-        _search/<task>/                a grid search: search.json, configs/,
-                                       summary.csv, chosen.yaml
+        _search/<task>/                SearchDir: a grid search's search.json,
+                                       configs/, summary.csv, chosen.yaml
         _slurm/                        the launcher's sbatch scripts and output
     <out_dir>/<run_name>/              RunRoot
         <seed>/                        RunDir: one seed folder

@@ -269,12 +269,12 @@ def summarize(search_dir: str) -> Tuple[List[PointResult], Dict[str, Any]]:
     (best first; points without a finished seed last). Writes
     ``summary.csv`` and, when a point has results, ``chosen.yaml``."""
     from graphgps_ext.agg import aggregate
-    folder = SearchDir(search_dir)
-    path = folder.record
+    here = SearchDir(search_dir)
+    path = here.record
     if not os.path.isfile(path):
         raise SweepError(f'{path} not found: give the folder of a search '
                          '(<results>/_search/<base>_grid_<grid>)')
-    search = folder.read_record()
+    search = here.read_record()
     results, metric, mode = [], None, 'max'
     for p in search['points']:
         res = PointResult(p)
@@ -303,7 +303,7 @@ def summarize(search_dir: str) -> Tuple[List[PointResult], Dict[str, Any]]:
         best = done[0].point
         tree = point_config(read_yaml(search['base']), Point(best['name'], best['values'], {}),
                             run_name=best['name'])
-        write_yaml(folder.chosen, tree,
+        write_yaml(here.chosen, tree,
                    f"The chosen point of the search {search['task']}: {best['name']}\n"
                    f"(best mean val {metric} over {done[0].seeds} seed(s); screening "
                    f"overrides not included: {' '.join(search['overrides']) or 'none'}).\n"
