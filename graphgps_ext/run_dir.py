@@ -36,23 +36,33 @@ record is written and read by a method of its class (``RunDir.write_done``
 checks that as well):
 
 - ``stats.json``, ``resume_history.jsonl`` and ``agg/<split>/stats.json``:
-  one JSON object a line, appended a line at a time or rewritten whole;
-  a torn last line (a kill mid-append) is dropped by the readers;
+  one JSON object a line, appended a line at a time or rewritten whole; a
+  torn last line (a kill mid-append) is dropped by the readers. A seed's
+  stats are read strictly (another line that is not JSON:
+  :class:`RunFileError`), the history and ``agg/`` up to such a line;
 - ``best.json``, ``done``, ``data.json``: one indented JSON object;
   ``agg/<split>/best.json``: one JSON object on one line (GraphGym's);
 - ``config.yaml``: the config as YAML, its first line
   ``# fingerprint: <hex>`` (:data:`FINGERPRINT_LINE`);
-- ``lock``: one JSON object (who holds it) on one line;
-  ``.replacing/manifest.json``: the JSON list of the entries moved aside;
-- ``_search/<task>/search.json``: one indented JSON object (:class:`SearchDir`).
+- ``lock``: one JSON object (who holds it) on one line, written in place by
+  its holder; ``.replacing/manifest.json``: the JSON list of the entries
+  moved aside;
+- ``_search/<task>/`` (:class:`SearchDir`): ``search.json`` one indented
+  JSON object, ``summary.csv`` a CSV table, ``configs/*.yaml`` and
+  ``chosen.yaml`` configs under a ``#`` comment header (:func:`write_yaml`).
 
 Every whole-file write is atomic (:mod:`graphgps_ext.files`); appends add
-one line. The readers return the raw records and raise
-:class:`RunFileError` (the file and what is wrong) where the callers rely
-on it. Checking that the files of a seed folder agree with each other, the
-lock and the replacement of a previous run are
-:mod:`graphgps_ext.seed_folder`'s job; the checkpoints' serialisation is
-:mod:`graphgps_ext.train.checkpoint`'s (their names are given here).
+one line. The readers return the raw records (``None`` or ``{}`` for a
+missing or unreadable file, as each method says) and raise
+:class:`RunFileError` (the file and what is wrong) where the callers
+report a damaged file.
+
+What is not here: checking that the files of a seed folder agree with
+each other, the lock and the replacement of a previous run
+(:mod:`graphgps_ext.seed_folder`); the checkpoints' serialisation
+(:mod:`graphgps_ext.train.checkpoint`, also of ``split_indices.pt``); the
+text of ``REPORT.md`` (the report's Markdown) and of the SLURM scripts,
+which their tools compose and write whole. Their names are given here.
 """
 import json
 import os
