@@ -69,7 +69,7 @@ from graphgps_ext.run_config import finalize_cfg
 from graphgps_ext.run_dir import RunDir
 from graphgps_ext.seed_folder import (Replacement, SeedFolderError, SeedLock,
                                       SeedLocked, check_seed, file_digests,
-                                      recover, run_entries)
+                                      read_best, recover, run_entries)
 from graphgps_ext.train import checkpoint as ckpt
 from graphgps_ext.train import speed
 from graphgps_ext.train.checkpoint import CheckpointError
@@ -130,11 +130,13 @@ class Plan:
         note: what is logged about the decision.
         checkpoint: (resume) the file the run continues from.
         changes: (resume) ``(key, old, new)`` that take effect.
+        best: (skip) the finished run's checked best record.
     """
     action: str
     note: str = ''
     checkpoint: Optional[str] = None
     changes: List[Tuple[str, Any, Any]] = field(default_factory=list)
+    best: Optional[Dict[str, Any]] = None
 
 
 def run_seed(cfg, cfg_file: Optional[str] = None,
@@ -162,7 +164,7 @@ def run_seed(cfg, cfg_file: Optional[str] = None,
             lambda: decide(cfg, run_dir, ident, overwrite), default=(None, None))
         plan = dist.broadcast_object(plan)
         if plan.action == 'skip':
-            return dist.broadcast_object(RunDir(run_dir).read_best() if lock else None)
+            return plan.best
         run = prepare(cfg, plan, state)
         trainer = start(cfg, run_dir, run, plan, ident, callbacks)
         best = train(trainer, lambda *drop: resume_command(
@@ -223,8 +225,13 @@ def decide(cfg, run_dir: str, ident: Dict[str, Any], overwrite: bool
         else:
             note = (f'{run_dir} is done ({status.describe()}); skipped. Pass '
                     '--overwrite to replace it with a run of this config')
+        try:  # a stale run's files are not checked by seed_status
+            best = read_best(run_dir)
+        except SeedFolderError as err:
+            raise StartRefused(f'{err}; pass --overwrite to replace the '
+                               'run') from None
         (log.info if status.state == 'complete' else log.warning)(note)
-        return Plan('skip', note), None
+        return Plan('skip', note, best=best), None
     last = RunDir(run_dir).last_ckpt
     if (cfg.train.auto_resume and not overwrite and status.done is None
             and ckpt.has_checkpoint(last)):

@@ -102,6 +102,18 @@ def test_stale_seed_is_reported_with_the_keys_and_skipped(tiny_run, tiny_cfg, ca
     assert not any(e.startswith('.replac') for e in os.listdir(run_dir))
 
 
+def test_stale_seed_with_a_damaged_best_is_refused_naming_the_file(tiny_run, tiny_cfg):
+    tiny_run.run_seed(tiny_cfg.clone())
+    run_dir = run_dir_of(tiny_cfg)
+    with open(os.path.join(run_dir, 'best.json'), 'w') as f:
+        f.write('{"epoch": 3,')
+    before = snapshot(run_dir)
+    tiny_cfg.optim.base_lr = 0.005
+    with pytest.raises(StartRefused, match=r'best\.json.*--overwrite'):
+        tiny_run.run_seed(tiny_cfg.clone())
+    assert snapshot(run_dir) == before
+
+
 def test_seed_in_use_is_refused(tiny_run, tiny_cfg):
     run_dir = run_dir_of(tiny_cfg)
     with seed_folder.SeedLock(run_dir):
