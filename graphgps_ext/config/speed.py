@@ -113,19 +113,20 @@ def speed_cfg(cfg):
         cfg[group][name] = value
 
 
-choices('train.compile_mode', ['default', 'reduce-overhead', 'max-autotune'])
-choices('train.amp', ['none', 'bf16'])
-choices('train.data_placement', ['auto', 'device', 'host'])
-auto_or_bool('train.static_shapes')
-auto_or_bool('train.fast_path_check')
-auto_or_bool('train.compile_step')
-# Same results as the plain path (within float tolerance): outside the run
-# fingerprint. ``train.amp`` changes the arithmetic, so it stays in.
-volatile('train.compile', 'train.compile_mode', 'train.compile_dynamic',
-         'train.compile_step',
-         'optim.fused', 'optim.flat_params', 'train.fast_collate',
-         'train.data_placement', 'train.static_shapes', 'train.fast_path_check')
-ignored('train.compile_mode', 'train.compile_dynamic', 'train.compile_step',
-        unless=lambda cfg: cfg.train.compile, why='train.compile is False',
-        in_file='warn')
-
+def declare():
+    """Declare the checks of the ``speed`` keys."""
+    choices('train.compile_mode', ['default', 'reduce-overhead', 'max-autotune'])
+    choices('train.amp', ['none', 'bf16'])
+    choices('train.data_placement', ['auto', 'device', 'host'])
+    auto_or_bool('train.static_shapes')
+    auto_or_bool('train.fast_path_check')
+    auto_or_bool('train.compile_step')
+    # Same results as the plain path (within float tolerance): outside the run
+    # fingerprint. ``train.amp`` changes the arithmetic, so it stays in.
+    volatile('train.compile', 'train.compile_mode', 'train.compile_dynamic',
+             'train.compile_step',
+             'optim.fused', 'optim.flat_params', 'train.fast_collate',
+             'train.data_placement', 'train.static_shapes', 'train.fast_path_check')
+    ignored('train.compile_mode', 'train.compile_dynamic', 'train.compile_step',
+            unless=lambda cfg: cfg.train.compile, why='train.compile is False',
+            in_file='warn')
