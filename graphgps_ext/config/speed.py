@@ -1,8 +1,8 @@
 """Config group ``speed``: optional speed-ups of training and evaluation.
 
-Adds keys to GraphGym's ``train`` and ``optim`` groups (registered as the
-group ``speed`` in :mod:`graphgps_ext.register`). Each switch keeps the plain
-path available and gives the plain path's results within tolerance
+Adds keys to GraphGym's ``train`` and ``optim`` groups (listed as the group
+``speed`` in :data:`graphgps_ext.config.groups.GROUPS`). Each switch keeps
+the plain path available and gives the plain path's results within tolerance
 (``tests/train/test_optim.py``, ``tests/train/test_loop.py``):
 
 - ``optim.fused`` (on by default): Adam/AdamW with ``fused=True`` (one
