@@ -88,8 +88,9 @@ class Declarations:
         return Declarations(**merged)
 
     def __len__(self) -> int:
-        """The number of declarations (each key of a multi-key declaration
-        of choices, ranges and unused keys counts once)."""
+        """The number of entries: one per key of the choices, ``auto`` or
+        boolean keys, volatile and resumable keys, ranges and unused keys,
+        one per rule, advice and :func:`ignored` declaration."""
         return sum(len(getattr(self, f.name)) for f in fields(self))
 
     def keys(self) -> List[str]:
