@@ -1,38 +1,41 @@
 """The one list of what graphgps_ext registers in GraphGym's registries.
 
-Nothing is registered by import side effects elsewhere: every config group,
-encoder, branch, head and loss is named here (via the explicit tables of each
-sub-package) and registered once by :func:`register_all`. The config keys
-whose values are the names of a table (``metric_best``, ``dataset.metrics``)
-are declared here too, so that :mod:`graphgps_ext.config` needs no table of
-the layers above it.
+Nothing is registered or declared by import side effects: every config
+group, encoder, branch, head and loss is named here (via the explicit tables
+of each sub-package; the config groups via
+:data:`graphgps_ext.config.groups.GROUPS`) and registered once by
+:func:`register_all`, which also runs every config declaration
+(:func:`~graphgps_ext.config.groups.declare_all`). The config keys whose
+values are the names of a table above :mod:`graphgps_ext.config`
+(``metric_best``, ``dataset.metrics``) are declared here, by
+:func:`declare_names`, which :func:`register_all` runs, so that
+:mod:`graphgps_ext.config` needs no table of the layers above it.
 """
 import torch_geometric.graphgym.register as gg
 
 from graphgps_ext import encoder, head, layer
-from graphgps_ext.config import (choices, csa, dataset, gea, gt, gtlayer,
-                                 head as head_cfg, mna, mpnn, posenc, speed,
-                                 train as train_cfg)
+from graphgps_ext.config import choices, run_declarations
+from graphgps_ext.config.groups import GROUPS, declare_all
 from graphgps_ext.metrics import METRICS
 from graphgps_ext.network.model import GPSModel
 from graphgps_ext.train import loss
 
-CONFIG_GROUPS = {
-    'gt': gt.gt_cfg,
-    'dataset_ext': dataset.dataset_cfg,
-    'posenc': posenc.posenc_cfg,
-    'mpnn': mpnn.mpnn_cfg,
-    'gea': gea.gea_cfg,
-    'csa': csa.csa_cfg,
-    'mna': mna.mna_cfg,
-    'gtlayer': gtlayer.gtlayer_cfg,
-    'head': head_cfg.head_cfg,
-    'train_ext': train_cfg.train_cfg,
-    'speed': speed.speed_cfg,
-}
+#: Config group name -> group function, as GraphGym's ``config_dict`` takes
+#: them (derived from :data:`graphgps_ext.config.groups.GROUPS`).
+CONFIG_GROUPS = {name: group.cfg for name, group in GROUPS.items()}
 
-choices('metric_best', ['auto'] + list(METRICS))
-choices('dataset.metrics', list(METRICS))
+
+def _names():
+    choices('metric_best', ['auto'] + list(METRICS))
+    choices('dataset.metrics', list(METRICS))
+
+
+def declare_names():
+    """Declare the keys that take the names of the metric table, after every
+    config group's declarations (idempotent)."""
+    declare_all()
+    run_declarations([('metric names', _names)])
+
 
 _done = False
 
@@ -51,10 +54,12 @@ def _put(mapping, key, module):
 
 
 def register_all():
-    """Register every module of the package (idempotent)."""
+    """Declare every config check and register every module of the
+    package (idempotent)."""
     global _done
     if _done:
         return
+    declare_names()
     for name, fn in CONFIG_GROUPS.items():
         _put(gg.config_dict, name, fn)
     for name, cls in encoder.NODE_ENCODERS.items():

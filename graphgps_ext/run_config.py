@@ -1,10 +1,11 @@
 """The resolved config of a run: loaded, checked against the registries,
 completed from the dataset.
 
-:func:`load_cfg` registers every module (:func:`graphgps_ext.register.register_all`),
-resets GraphGym's global ``cfg`` to its defaults plus this project's groups
-(``set_cfg``), merges a YAML file (read with a safe loader; ``.yaml`` /
-``.yml`` only) and ``KEY VALUE`` overrides, runs every check the groups
+:func:`load_cfg` declares every config check and registers every module
+(:func:`graphgps_ext.register.register_all`), resets GraphGym's global
+``cfg`` to its defaults plus this project's groups (``set_cfg``), merges a
+YAML file (read with a safe loader; ``.yaml`` / ``.yml`` only) and ``KEY
+VALUE`` overrides, runs every check the groups
 declare (:func:`graphgps_ext.config.validate`) and those that need the
 registries (model, branch, head, encoder, loss and dataset names; each
 branch of ``gt.layer_type`` is built once), resolves ``accelerator`` and

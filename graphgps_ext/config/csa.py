@@ -36,14 +36,16 @@ def csa_cfg(cfg):
     cfg.csa.chunk_elems = 2 ** 26
 
 
-choices('csa.attn_dropout_mode', ['connection', 'node', 'channel'])
-non_negative('csa.chunk_elems')
-at_most(2 ** 34, 'csa.chunk_elems')
-ignored('csa.*', unless=lambda cfg: has_branch(cfg, 'CSA'),
-        why=lambda cfg: f"gt.layer_type '{cfg.gt.layer_type}' has no CSA branch",
-        in_file='warn')
-ignored('csa.parity_edge_bias', unless=lambda cfg: cfg.csa.share_edge_params,
-        why='the bias belongs to the shared edge maps and '
-            'csa.share_edge_params is False', fix='set csa.share_edge_params True')
-ignored('csa.attn_dropout_mode', unless=lambda cfg: cfg.gt.attn_dropout > 0,
-        why='gt.attn_dropout is 0 (no attention dropout)', in_file='warn')
+def declare():
+    """Declare the checks of the ``csa`` keys."""
+    choices('csa.attn_dropout_mode', ['connection', 'node', 'channel'])
+    non_negative('csa.chunk_elems')
+    at_most(2 ** 34, 'csa.chunk_elems')
+    ignored('csa.*', unless=lambda cfg: has_branch(cfg, 'CSA'),
+            why=lambda cfg: f"gt.layer_type '{cfg.gt.layer_type}' has no CSA branch",
+            in_file='warn')
+    ignored('csa.parity_edge_bias', unless=lambda cfg: cfg.csa.share_edge_params,
+            why='the bias belongs to the shared edge maps and '
+                'csa.share_edge_params is False', fix='set csa.share_edge_params True')
+    ignored('csa.attn_dropout_mode', unless=lambda cfg: cfg.gt.attn_dropout > 0,
+            why='gt.attn_dropout is 0 (no attention dropout)', in_file='warn')

@@ -66,24 +66,6 @@ def dataset_cfg(cfg):
     ds.code2_max_nodes = 1000
 
 
-choices('dataset.format', ['PyG-ZINC', 'PyG-GNNBenchmarkDataset',
-                           'PyG-TUDataset', 'PyG-LRGBDataset', 'OGB',
-                           'synthetic'])
-choices('dataset.task', ['auto', 'graph', 'node', 'edge', 'link'])
-choices('dataset.task_type', ['auto', 'regression', 'classification',
-                              'classification_multilabel', 'ranking',
-                              'sequence'])
-choices('dataset.tree_variant', ['mlpmixer', 'bottleneck'])
-non_negative('dataset.max_graphs', 'dataset.code2_max_nodes')
-at_most(10 ** 6, 'dataset.num_outputs', 'dataset.max_degree')
-bounded('dataset.tree_depth', lambda v: 2 <= v <= 8, 'in 2..8')
-bounded('dataset.max_degree', lambda v: v >= -1,
-        '-1 (= the largest degree) or >= 0')
-bounded('dataset.num_outputs', lambda v: v == -1 or v >= 1,
-        '-1 (= from the dataset) or >= 1')
-
-
-@rule
 def _split(cfg):
     split = list(cfg.dataset.split)
     if len(split) != 3 or any(r < 0 for r in split) or not split[0] > 0:
@@ -97,35 +79,53 @@ def _tree(cfg) -> bool:
             and cfg.dataset.name == 'TreeNeighbourMatch')
 
 
-ignored('dataset.tree_depth', 'dataset.tree_variant', unless=_tree,
-        why="the dataset is not dataset.format 'synthetic' / dataset.name "
-            "'TreeNeighbourMatch'", in_file='warn')
-ignored('dataset.generator_seed',
-        unless=lambda cfg: cfg.dataset.format == 'synthetic',
-        why="dataset.format is not 'synthetic' (real data is not generated)",
-        in_file='warn')
-ignored('dataset.split', unless=lambda cfg: cfg.dataset.format == 'PyG-TUDataset',
-        why=lambda cfg: f"dataset.format '{cfg.dataset.format}' has a standard "
-                        'split (dataset.split is used by PyG-TUDataset)',
-        in_file='warn')
-ignored('dataset.code2_max_nodes',
-        unless=lambda cfg: cfg.dataset.name == 'ogbg-code2',
-        why="dataset.name is not 'ogbg-code2'", in_file='warn')
-ignored('dataset.node_encoder_name', unless=lambda cfg: cfg.dataset.node_encoder,
-        why="dataset.node_encoder is False (the dataset's own node encoder and the "
-            'posenc_*.enable flags are used)', fix='set dataset.node_encoder True')
-ignored('dataset.edge_encoder_name', unless=lambda cfg: cfg.dataset.edge_encoder,
-        why="dataset.edge_encoder is False (the dataset's own edge encoder is used)",
-        fix='set dataset.edge_encoder True')
-ignored('dataset.parity_unused_edge_encoder',
-        unless=lambda cfg: cfg.dataset.edge_encoder,
-        why='dataset.edge_encoder is False', fix='set dataset.edge_encoder True')
-# GraphGym's data keys that the readers of graphgps_ext.loader do not use.
-unused('dataset.transductive', 'dataset.shuffle_split', 'dataset.split_mode',
-       'dataset.encoder', 'dataset.encoder_name', 'dataset.encoder_bn',
-       'dataset.encoder_dim', 'dataset.edge_dim', 'dataset.edge_train_mode',
-       'dataset.edge_message_ratio', 'dataset.edge_negative_sampling_ratio',
-       'dataset.resample_disjoint', 'dataset.resample_negative',
-       'dataset.transform', 'dataset.cache_save', 'dataset.cache_load',
-       'dataset.remove_feature', 'dataset.tu_simple', 'dataset.to_undirected',
-       'dataset.location', 'dataset.label_table', 'dataset.label_column')
+def declare():
+    """Declare the checks of the ``dataset`` keys."""
+    choices('dataset.format', ['PyG-ZINC', 'PyG-GNNBenchmarkDataset',
+                               'PyG-TUDataset', 'PyG-LRGBDataset', 'OGB',
+                               'synthetic'])
+    choices('dataset.task', ['auto', 'graph', 'node', 'edge', 'link'])
+    choices('dataset.task_type', ['auto', 'regression', 'classification',
+                                  'classification_multilabel', 'ranking',
+                                  'sequence'])
+    choices('dataset.tree_variant', ['mlpmixer', 'bottleneck'])
+    non_negative('dataset.max_graphs', 'dataset.code2_max_nodes')
+    at_most(10 ** 6, 'dataset.num_outputs', 'dataset.max_degree')
+    bounded('dataset.tree_depth', lambda v: 2 <= v <= 8, 'in 2..8')
+    bounded('dataset.max_degree', lambda v: v >= -1,
+            '-1 (= the largest degree) or >= 0')
+    bounded('dataset.num_outputs', lambda v: v == -1 or v >= 1,
+            '-1 (= from the dataset) or >= 1')
+    rule(_split)
+    ignored('dataset.tree_depth', 'dataset.tree_variant', unless=_tree,
+            why="the dataset is not dataset.format 'synthetic' / dataset.name "
+                "'TreeNeighbourMatch'", in_file='warn')
+    ignored('dataset.generator_seed',
+            unless=lambda cfg: cfg.dataset.format == 'synthetic',
+            why="dataset.format is not 'synthetic' (real data is not generated)",
+            in_file='warn')
+    ignored('dataset.split', unless=lambda cfg: cfg.dataset.format == 'PyG-TUDataset',
+            why=lambda cfg: f"dataset.format '{cfg.dataset.format}' has a standard "
+                            'split (dataset.split is used by PyG-TUDataset)',
+            in_file='warn')
+    ignored('dataset.code2_max_nodes',
+            unless=lambda cfg: cfg.dataset.name == 'ogbg-code2',
+            why="dataset.name is not 'ogbg-code2'", in_file='warn')
+    ignored('dataset.node_encoder_name', unless=lambda cfg: cfg.dataset.node_encoder,
+            why="dataset.node_encoder is False (the dataset's own node encoder and the "
+                'posenc_*.enable flags are used)', fix='set dataset.node_encoder True')
+    ignored('dataset.edge_encoder_name', unless=lambda cfg: cfg.dataset.edge_encoder,
+            why="dataset.edge_encoder is False (the dataset's own edge encoder is used)",
+            fix='set dataset.edge_encoder True')
+    ignored('dataset.parity_unused_edge_encoder',
+            unless=lambda cfg: cfg.dataset.edge_encoder,
+            why='dataset.edge_encoder is False', fix='set dataset.edge_encoder True')
+    # GraphGym's data keys that the readers of graphgps_ext.loader do not use.
+    unused('dataset.transductive', 'dataset.shuffle_split', 'dataset.split_mode',
+           'dataset.encoder', 'dataset.encoder_name', 'dataset.encoder_bn',
+           'dataset.encoder_dim', 'dataset.edge_dim', 'dataset.edge_train_mode',
+           'dataset.edge_message_ratio', 'dataset.edge_negative_sampling_ratio',
+           'dataset.resample_disjoint', 'dataset.resample_negative',
+           'dataset.transform', 'dataset.cache_save', 'dataset.cache_load',
+           'dataset.remove_feature', 'dataset.tu_simple', 'dataset.to_undirected',
+           'dataset.location', 'dataset.label_table', 'dataset.label_column')

@@ -43,18 +43,10 @@ def gea_cfg(cfg):
     cfg.gea.parity_edge_no_skip = False
 
 
-choices('gea.shared_width', ['full', 'head'])
-choices('gea.edge_norm', ['batch', 'layer', 'none'])
-positive('gea.n_heads', 'gea.num_slots')
-at_most(1024, 'gea.n_heads')
-at_most(2 ** 16, 'gea.num_slots')
-
-
 def _gea(cfg) -> bool:
     return has_branch(cfg, 'GEANet')
 
 
-@rule
 def _some_unit(cfg):
     if _gea(cfg) and not (cfg.gea.node_unit or cfg.gea.edge_unit):
         return ('gea.node_unit and gea.edge_unit are both False: GEANet would '
@@ -63,17 +55,25 @@ def _some_unit(cfg):
     return None
 
 
-ignored('gea.*', unless=_gea,
-        why=lambda cfg: f"gt.layer_type '{cfg.gt.layer_type}' has no GEANet "
-                        'branch', in_file='warn')
-ignored('gea.num_slots', unless=lambda cfg: not cfg.gea.parity_slots_eq_head_dim,
-        used=lambda cfg: cfg.gt.dim_hidden // cfg.gea.n_heads,
-        why='gea.parity_slots_eq_head_dim is True, so S = gt.dim_hidden / '
-            'gea.n_heads', fix='set gea.parity_slots_eq_head_dim False')
-ignored('gea.shared_width', unless=lambda cfg: cfg.gea.shared_unit,
-        why='gea.shared_unit is False (no shared unit)',
-        fix='set gea.shared_unit True')
-ignored('gea.edge_norm', 'gea.parity_strided_edge_heads',
-        'gea.parity_edge_no_skip', unless=lambda cfg: cfg.gea.edge_unit,
-        why='gea.edge_unit is False (GEANet leaves the edge stream alone)',
-        fix='set gea.edge_unit True')
+def declare():
+    """Declare the checks of the ``gea`` keys."""
+    choices('gea.shared_width', ['full', 'head'])
+    choices('gea.edge_norm', ['batch', 'layer', 'none'])
+    positive('gea.n_heads', 'gea.num_slots')
+    at_most(1024, 'gea.n_heads')
+    at_most(2 ** 16, 'gea.num_slots')
+    rule(_some_unit)
+    ignored('gea.*', unless=_gea,
+            why=lambda cfg: f"gt.layer_type '{cfg.gt.layer_type}' has no GEANet "
+                            'branch', in_file='warn')
+    ignored('gea.num_slots', unless=lambda cfg: not cfg.gea.parity_slots_eq_head_dim,
+            used=lambda cfg: cfg.gt.dim_hidden // cfg.gea.n_heads,
+            why='gea.parity_slots_eq_head_dim is True, so S = gt.dim_hidden / '
+                'gea.n_heads', fix='set gea.parity_slots_eq_head_dim False')
+    ignored('gea.shared_width', unless=lambda cfg: cfg.gea.shared_unit,
+            why='gea.shared_unit is False (no shared unit)',
+            fix='set gea.shared_unit True')
+    ignored('gea.edge_norm', 'gea.parity_strided_edge_heads',
+            'gea.parity_edge_no_skip', unless=lambda cfg: cfg.gea.edge_unit,
+            why='gea.edge_unit is False (GEANet leaves the edge stream alone)',
+            fix='set gea.edge_unit True')

@@ -59,21 +59,9 @@ def gt_cfg(cfg):
     cfg.gt.act = 'relu'
 
 
-choices('gt.norm', ['batch', 'layer', 'graph_layer', 'graphnorm', 'none'])
-choices('gt.act', ['relu', 'gelu', 'elu', 'leaky_relu', 'silu', 'tanh'])
-# The hand-written attention backward equals autograd's: a speed switch.
-volatile('gt.fused_attention')
-
-positive('gt.layers', 'gt.dim_hidden', 'gt.n_heads', 'gt.ffn_mult')
-at_most(1000, 'gt.layers')
-at_most(2 ** 16, 'gt.dim_hidden')
-at_most(1024, 'gt.n_heads')
-at_most(64, 'gt.ffn_mult')
-probability('gt.dropout', 'gt.attn_dropout')
 GRAPH_NORMS = ('graph_layer', 'graphnorm')
 
 
-@rule
 def _graph_norms_on_nodes(cfg):
     if cfg.gt.norm in GRAPH_NORMS and has_branch(cfg, 'GT') and \
             bool(cfg.gtlayer.edge_features):
@@ -86,7 +74,6 @@ def _graph_norms_on_nodes(cfg):
 BRANCH_DROPOUTS = ('gt.dropout_local', 'gt.dropout_global', 'gt.dropout_external')
 
 
-@rule
 def _branch_dropouts(cfg):
     for key in BRANCH_DROPOUTS:
         value = float(cfg.gt[key.split('.')[1]])
@@ -104,7 +91,6 @@ def branch_dropout(cfg, kind: str) -> float:
     return float(cfg.gt.dropout) if value == -1 else value
 
 
-@rule
 def _one_branch(cfg):
     try:
         layer_type = branches.parse_layer_type(cfg.gt.layer_type)
@@ -116,36 +102,50 @@ def _one_branch(cfg):
     return None
 
 
-# gt.n_heads must divide gt.dim_hidden for the branches that split the width:
-# checked once, by their constructors, and reported under the key by the
-# run's branch check (graphgps_ext.run_config).
+def declare():
+    """Declare the checks of the ``gt`` keys."""
+    choices('gt.norm', ['batch', 'layer', 'graph_layer', 'graphnorm', 'none'])
+    choices('gt.act', ['relu', 'gelu', 'elu', 'leaky_relu', 'silu', 'tanh'])
+    # The hand-written attention backward equals autograd's: a speed switch.
+    volatile('gt.fused_attention')
 
-
-ignored('gt.n_heads', 'gt.attn_dropout',
-        unless=lambda cfg: has_branch(cfg, *attention_branches()),
-        why=lambda cfg: f"gt.layer_type '{cfg.gt.layer_type}' has no attention "
-                        f"branch ({', '.join(attention_branches())})"
-                        + ('; GEANet has its own gea.n_heads'
-                           if has_branch(cfg, 'GEANet') else ''),
-        in_file='warn')
-for _i, _kind in enumerate(('local', 'global', 'external')):
-    ignored(f'gt.dropout_{_kind}',
-            unless=lambda cfg, i=_i: str(cfg.gt.layer_type).split('+')[i:i + 1]
-            not in (['None'], []),
-            why=f'gt.layer_type has no {_kind} branch', in_file='warn')
-ignored('gt.ffn_mult', unless=lambda cfg: cfg.gt.ffn,
-        why='gt.ffn is False (no FFN block)', in_file='warn')
-ignored('gnn.dim_inner', unless=lambda cfg: False,
-        used=lambda cfg: cfg.gt.dim_hidden,
-        why='graphgps_ext keeps it equal to gt.dim_hidden; set gt.dim_hidden')
-# GraphGym's model keys that the hybrid stack replaces.
-unused('gnn.layers_mp', instead='gt.layers')
-unused('gnn.layer_type', instead='gt.layer_type')
-unused('gnn.dropout', instead='gt.dropout')
-unused('gnn.act', instead='gt.act (mpnn.act inside the message-passing branches)')
-unused('gnn.batchnorm', instead='gt.norm')
-unused('gnn.att_heads', instead='gt.n_heads')
-unused('gnn.agg', 'gnn.layers_pre_mp', 'gnn.stage_type', 'gnn.skip_every',
-       'gnn.normalize_adj', 'gnn.msg_direction', 'gnn.self_msg',
-       'gnn.att_final_linear', 'gnn.att_final_linear_bn', 'gnn.l2norm',
-       'gnn.keep_edge', 'gnn.clear_feature', 'bn.eps', 'bn.mom', 'mem.inplace')
+    positive('gt.layers', 'gt.dim_hidden', 'gt.n_heads', 'gt.ffn_mult')
+    at_most(1000, 'gt.layers')
+    at_most(2 ** 16, 'gt.dim_hidden')
+    at_most(1024, 'gt.n_heads')
+    at_most(64, 'gt.ffn_mult')
+    probability('gt.dropout', 'gt.attn_dropout')
+    rule(_graph_norms_on_nodes)
+    rule(_branch_dropouts)
+    rule(_one_branch)
+    # gt.n_heads must divide gt.dim_hidden for the branches that split the
+    # width: checked once, by their constructors, and reported under the key
+    # by the run's branch check (graphgps_ext.run_config).
+    ignored('gt.n_heads', 'gt.attn_dropout',
+            unless=lambda cfg: has_branch(cfg, *attention_branches()),
+            why=lambda cfg: f"gt.layer_type '{cfg.gt.layer_type}' has no attention "
+                            f"branch ({', '.join(attention_branches())})"
+                            + ('; GEANet has its own gea.n_heads'
+                               if has_branch(cfg, 'GEANet') else ''),
+            in_file='warn')
+    for index, kind in enumerate(('local', 'global', 'external')):
+        ignored(f'gt.dropout_{kind}',
+                unless=lambda cfg, i=index: str(cfg.gt.layer_type).split('+')[i:i + 1]
+                not in (['None'], []),
+                why=f'gt.layer_type has no {kind} branch', in_file='warn')
+    ignored('gt.ffn_mult', unless=lambda cfg: cfg.gt.ffn,
+            why='gt.ffn is False (no FFN block)', in_file='warn')
+    ignored('gnn.dim_inner', unless=lambda cfg: False,
+            used=lambda cfg: cfg.gt.dim_hidden,
+            why='graphgps_ext keeps it equal to gt.dim_hidden; set gt.dim_hidden')
+    # GraphGym's model keys that the hybrid stack replaces.
+    unused('gnn.layers_mp', instead='gt.layers')
+    unused('gnn.layer_type', instead='gt.layer_type')
+    unused('gnn.dropout', instead='gt.dropout')
+    unused('gnn.act', instead='gt.act (mpnn.act inside the message-passing branches)')
+    unused('gnn.batchnorm', instead='gt.norm')
+    unused('gnn.att_heads', instead='gt.n_heads')
+    unused('gnn.agg', 'gnn.layers_pre_mp', 'gnn.stage_type', 'gnn.skip_every',
+           'gnn.normalize_adj', 'gnn.msg_direction', 'gnn.self_msg',
+           'gnn.att_final_linear', 'gnn.att_final_linear_bn', 'gnn.l2norm',
+           'gnn.keep_edge', 'gnn.clear_feature', 'bn.eps', 'bn.mom', 'mem.inplace')

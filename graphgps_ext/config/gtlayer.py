@@ -23,12 +23,14 @@ def gtlayer_cfg(cfg):
     cfg.gtlayer.parity_no_eps = False
 
 
-ignored('gtlayer.*', unless=lambda cfg: has_branch(cfg, 'GT'),
-        why=lambda cfg: f"gt.layer_type '{cfg.gt.layer_type}' has no GT branch",
-        in_file='warn')
-ignored('gtlayer.parity_no_eps',
-        unless=lambda cfg: (cfg.gtlayer.parity_clamp_exp
-                            and not cfg.gtlayer.edge_features),
-        why='it applies to the node layer with gtlayer.parity_clamp_exp True '
-            'and gtlayer.edge_features False',
-        fix='set gtlayer.parity_clamp_exp True (node layer)')
+def declare():
+    """Declare the checks of the ``gtlayer`` keys."""
+    ignored('gtlayer.*', unless=lambda cfg: has_branch(cfg, 'GT'),
+            why=lambda cfg: f"gt.layer_type '{cfg.gt.layer_type}' has no GT branch",
+            in_file='warn')
+    ignored('gtlayer.parity_no_eps',
+            unless=lambda cfg: (cfg.gtlayer.parity_clamp_exp
+                                and not cfg.gtlayer.edge_features),
+            why='it applies to the node layer with gtlayer.parity_clamp_exp True '
+                'and gtlayer.edge_features False',
+            fix='set gtlayer.parity_clamp_exp True (node layer)')

@@ -61,21 +61,23 @@ def head_cfg(cfg):
     cfg.head.link_filter_self = False
 
 
-choices('head.pool', ['default', 'mean', 'add', 'max', 'virtual_node'])
-choices('head.width', ['auto', 'halving', 'constant'])
-choices('head.act', ['relu', 'gelu', 'elu', 'leaky_relu', 'silu', 'tanh'])
-choices('head.link_score', ['dot', 'cosine'])
-choices('head.link_train', ['sampled', 'labeled', 'all', 'query_ce'])
-choices('head.link_ties', ['optimistic', 'pessimistic'])
-probability('head.dropout', 'head.input_dropout')
-bounded('head.layers', lambda v: v == -1 or v >= 1,
-        '-1 (= gnn.layers_post_mp) or >= 1')
-positive('head.link_num_neg')
-at_most(100, 'head.layers', 'gnn.layers_post_mp')
-at_most(10_000, 'head.link_num_neg')
-ignored('gnn.layers_post_mp', unless=lambda cfg: cfg.head.layers == -1,
-        why=lambda cfg: f'head.layers is {cfg.head.layers} (gnn.layers_post_mp '
-                        'counts the head layers only when head.layers is -1)')
-ignored('model.graph_pooling', unless=lambda cfg: cfg.head.pool == 'default',
-        why=lambda cfg: f"head.pool is '{cfg.head.pool}' (model.graph_pooling is "
-                        "the pooling only when head.pool is 'default')")
+def declare():
+    """Declare the checks of the ``head`` keys."""
+    choices('head.pool', ['default', 'mean', 'add', 'max', 'virtual_node'])
+    choices('head.width', ['auto', 'halving', 'constant'])
+    choices('head.act', ['relu', 'gelu', 'elu', 'leaky_relu', 'silu', 'tanh'])
+    choices('head.link_score', ['dot', 'cosine'])
+    choices('head.link_train', ['sampled', 'labeled', 'all', 'query_ce'])
+    choices('head.link_ties', ['optimistic', 'pessimistic'])
+    probability('head.dropout', 'head.input_dropout')
+    bounded('head.layers', lambda v: v == -1 or v >= 1,
+            '-1 (= gnn.layers_post_mp) or >= 1')
+    positive('head.link_num_neg')
+    at_most(100, 'head.layers', 'gnn.layers_post_mp')
+    at_most(10_000, 'head.link_num_neg')
+    ignored('gnn.layers_post_mp', unless=lambda cfg: cfg.head.layers == -1,
+            why=lambda cfg: f'head.layers is {cfg.head.layers} (gnn.layers_post_mp '
+                            'counts the head layers only when head.layers is -1)')
+    ignored('model.graph_pooling', unless=lambda cfg: cfg.head.pool == 'default',
+            why=lambda cfg: f"head.pool is '{cfg.head.pool}' (model.graph_pooling is "
+                            "the pooling only when head.pool is 'default')")

@@ -25,16 +25,18 @@ def mna_cfg(cfg):
     cfg.mna.head_dim = 0
 
 
-choices('mna.adj_norm', ['sym', 'rw'])
-choices('mna.fusion', ['adaptive', 'sum', 'mean', 'concat'])
-choices('mna.fusion_act', ['tanh', 'sigmoid', 'relu', 'gelu', 'elu',
-                           'leaky_relu', 'identity'])
-non_negative('mna.hops', 'mna.head_dim')
-at_most(64, 'mna.hops')
-at_most(2 ** 16, 'mna.head_dim')
-ignored('mna.*', unless=lambda cfg: has_branch(cfg, 'MNA'),
-        why=lambda cfg: f"gt.layer_type '{cfg.gt.layer_type}' has no MNA branch",
-        in_file='warn')
-ignored('mna.fusion_act', unless=lambda cfg: cfg.mna.fusion == 'adaptive',
-        why=lambda cfg: f"mna.fusion is '{cfg.mna.fusion}' (the activation "
-                        "belongs to the 'adaptive' fusion of eq. 10)")
+def declare():
+    """Declare the checks of the ``mna`` keys."""
+    choices('mna.adj_norm', ['sym', 'rw'])
+    choices('mna.fusion', ['adaptive', 'sum', 'mean', 'concat'])
+    choices('mna.fusion_act', ['tanh', 'sigmoid', 'relu', 'gelu', 'elu',
+                               'leaky_relu', 'identity'])
+    non_negative('mna.hops', 'mna.head_dim')
+    at_most(64, 'mna.hops')
+    at_most(2 ** 16, 'mna.head_dim')
+    ignored('mna.*', unless=lambda cfg: has_branch(cfg, 'MNA'),
+            why=lambda cfg: f"gt.layer_type '{cfg.gt.layer_type}' has no MNA branch",
+            in_file='warn')
+    ignored('mna.fusion_act', unless=lambda cfg: cfg.mna.fusion == 'adaptive',
+            why=lambda cfg: f"mna.fusion is '{cfg.mna.fusion}' (the activation "
+                            "belongs to the 'adaptive' fusion of eq. 10)")

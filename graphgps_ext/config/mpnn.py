@@ -29,12 +29,6 @@ def mpnn_cfg(cfg):
     cfg.mpnn.edge_norm = 'batch'
 
 
-choices('mpnn.act', ['relu', 'gelu', 'elu', 'leaky_relu', 'silu', 'tanh'])
-choices('mpnn.gin_mlp', ['gin', 'graphgps'])
-choices('mpnn.node_norm', ['batch', 'layer', 'none'])
-choices('mpnn.edge_norm', ['batch', 'layer', 'none'])
-
-
 def _only(*names):
     """Keys read only by the branches ``names`` (all branches of this group
     when none is named)."""
@@ -46,8 +40,14 @@ def _only(*names):
                 in_file='warn')
 
 
-ignored('mpnn.*', **_only())
-ignored('mpnn.out_act', **_only('GCN', 'GIN', 'GINE'))
-ignored('mpnn.gin_train_eps', **_only('GIN', 'GINE'))
-ignored('mpnn.equivstable_pe', **_only('GINE', 'GatedGCN'))
-ignored('mpnn.edge_norm', **_only('GatedGCN'))
+def declare():
+    """Declare the checks of the ``mpnn`` keys."""
+    choices('mpnn.act', ['relu', 'gelu', 'elu', 'leaky_relu', 'silu', 'tanh'])
+    choices('mpnn.gin_mlp', ['gin', 'graphgps'])
+    choices('mpnn.node_norm', ['batch', 'layer', 'none'])
+    choices('mpnn.edge_norm', ['batch', 'layer', 'none'])
+    ignored('mpnn.*', **_only())
+    ignored('mpnn.out_act', **_only('GCN', 'GIN', 'GINE'))
+    ignored('mpnn.gin_train_eps', **_only('GIN', 'GINE'))
+    ignored('mpnn.equivstable_pe', **_only('GINE', 'GatedGCN'))
+    ignored('mpnn.edge_norm', **_only('GatedGCN'))

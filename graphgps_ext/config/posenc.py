@@ -120,34 +120,6 @@ def posenc_cfg(cfg):
     cfg.posenc.progress = True
 
 
-for _g in ('posenc_LapPE', 'posenc_EquivStableLapPE'):
-    choices(f'{_g}.eigen.laplacian_norm', ['none', 'sym', 'rw'])
-    choices(f'{_g}.raw_norm_type', ['none', 'BatchNorm', 'batchnorm'])
-choices('posenc_LapPE.model', ['DeepSet', 'Transformer', 'linear'])
-choices('posenc_LapPE.combine', ['concat', 'add'])
-choices('posenc_EquivStableLapPE.model', ['none', 'linear'])
-choices('posenc_RWSE.model', ['linear', 'mlp'])
-choices('posenc_RWSE.raw_norm_type', ['none', 'BatchNorm', 'batchnorm'])
-choices('posenc_RWSE.combine', ['concat', 'add'])
-choices('pairenc.rpe', ['rwse', 'spd', 'none'])
-choices('pairenc.combine', ['concat', 'add'])
-choices('pairenc.ring_mode', ['categorical', 'boolean', 'additive'])
-# How the encodings are computed and cached, not what they are.
-volatile('posenc.*')
-positive('posenc_LapPE.dim_pe', 'posenc_LapPE.layers', 'posenc_LapPE.n_heads',
-         'posenc_LapPE.eigen.max_freqs', 'posenc_EquivStableLapPE.eigen.max_freqs',
-         'posenc_RWSE.dim_pe', 'posenc_RWSE.layers', 'pairenc.steps',
-         'posenc.blas_threads')
-non_negative('posenc_LapPE.post_layers', 'pairenc.dim_rpe', 'posenc.num_workers')
-bounded('pairenc.ring_max_size', lambda v: v >= 3, '>= 3 (a ring has 3 atoms or more)')
-at_most(2 ** 16, 'posenc_LapPE.dim_pe', 'posenc_RWSE.dim_pe', 'pairenc.dim_rpe')
-at_most(100, 'posenc_LapPE.layers', 'posenc_LapPE.post_layers', 'posenc_RWSE.layers')
-at_most(1024, 'posenc_LapPE.n_heads', 'posenc.num_workers', 'posenc.blas_threads')
-at_most(RWSE_MAX_STEPS, 'pairenc.steps')
-at_most(10_000, 'posenc_LapPE.eigen.max_freqs', 'posenc_EquivStableLapPE.eigen.max_freqs')
-at_most(1000, 'pairenc.ring_max_size')
-
-
 def _selected_pes(cfg) -> List[str]:
     try:
         return node_encoder_parts(cfg)[1]
@@ -155,7 +127,6 @@ def _selected_pes(cfg) -> List[str]:
         return []
 
 
-@rule
 def _pe_widths(cfg):
     """Concatenated PEs take dim_pe channels each out of gt.dim_hidden."""
     pes = [p for p in _selected_pes(cfg) if p != 'EquivStableLapPE'
@@ -170,7 +141,6 @@ def _pe_widths(cfg):
     return None
 
 
-@rule
 def _lappe_heads(cfg):
     pc = cfg.posenc_LapPE
     if 'LapPE' in _selected_pes(cfg) and pc.model == 'Transformer':
@@ -183,7 +153,6 @@ def _lappe_heads(cfg):
     return None
 
 
-@rule
 def _rwse_times(cfg):
     if 'RWSE' not in _selected_pes(cfg):
         return None
@@ -201,29 +170,61 @@ def _pe_used(name):
     return lambda cfg: name in _selected_pes(cfg)
 
 
-for _p in PE_NAMES:
-    ignored(f'posenc_{_p}.enable', unless=_pe_used(_p),
-            why=lambda cfg: "dataset.node_encoder is True, so the PEs are those "
-                            "named in dataset.node_encoder_name "
-                            f"'{cfg.dataset.node_encoder_name}'")
-    ignored(f'posenc_{_p}.*', unless=_pe_used(_p),
-            why=(f'{_p} is not selected: add it to dataset.node_encoder_name '
-                 f'(dataset.node_encoder True) or set posenc_{_p}.enable True'),
+def declare():
+    """Declare the checks of the ``posenc`` keys (and of ``posenc_*`` and
+    ``pairenc``)."""
+    for group in ('posenc_LapPE', 'posenc_EquivStableLapPE'):
+        choices(f'{group}.eigen.laplacian_norm', ['none', 'sym', 'rw'])
+        choices(f'{group}.raw_norm_type', ['none', 'BatchNorm', 'batchnorm'])
+    choices('posenc_LapPE.model', ['DeepSet', 'Transformer', 'linear'])
+    choices('posenc_LapPE.combine', ['concat', 'add'])
+    choices('posenc_EquivStableLapPE.model', ['none', 'linear'])
+    choices('posenc_RWSE.model', ['linear', 'mlp'])
+    choices('posenc_RWSE.raw_norm_type', ['none', 'BatchNorm', 'batchnorm'])
+    choices('posenc_RWSE.combine', ['concat', 'add'])
+    choices('pairenc.rpe', ['rwse', 'spd', 'none'])
+    choices('pairenc.combine', ['concat', 'add'])
+    choices('pairenc.ring_mode', ['categorical', 'boolean', 'additive'])
+    # How the encodings are computed and cached, not what they are.
+    volatile('posenc.*')
+    positive('posenc_LapPE.dim_pe', 'posenc_LapPE.layers', 'posenc_LapPE.n_heads',
+             'posenc_LapPE.eigen.max_freqs', 'posenc_EquivStableLapPE.eigen.max_freqs',
+             'posenc_RWSE.dim_pe', 'posenc_RWSE.layers', 'pairenc.steps',
+             'posenc.blas_threads')
+    non_negative('posenc_LapPE.post_layers', 'pairenc.dim_rpe', 'posenc.num_workers')
+    bounded('pairenc.ring_max_size', lambda v: v >= 3, '>= 3 (a ring has 3 atoms or more)')
+    at_most(2 ** 16, 'posenc_LapPE.dim_pe', 'posenc_RWSE.dim_pe', 'pairenc.dim_rpe')
+    at_most(100, 'posenc_LapPE.layers', 'posenc_LapPE.post_layers', 'posenc_RWSE.layers')
+    at_most(1024, 'posenc_LapPE.n_heads', 'posenc.num_workers', 'posenc.blas_threads')
+    at_most(RWSE_MAX_STEPS, 'pairenc.steps')
+    at_most(10_000, 'posenc_LapPE.eigen.max_freqs', 'posenc_EquivStableLapPE.eigen.max_freqs')
+    at_most(1000, 'pairenc.ring_max_size')
+    rule(_pe_widths)
+    rule(_lappe_heads)
+    rule(_rwse_times)
+    for name in PE_NAMES:
+        ignored(f'posenc_{name}.enable', unless=_pe_used(name),
+                why=lambda cfg: "dataset.node_encoder is True, so the PEs are those "
+                                "named in dataset.node_encoder_name "
+                                f"'{cfg.dataset.node_encoder_name}'")
+        ignored(f'posenc_{name}.*', unless=_pe_used(name),
+                why=(f'{name} is not selected: add it to dataset.node_encoder_name '
+                     f'(dataset.node_encoder True) or set posenc_{name}.enable True'),
+                in_file='warn')
+    ignored('posenc_RWSE.kernel.times_func',
+            unless=lambda cfg: not cfg.posenc_RWSE.kernel.times,
+            why='posenc_RWSE.kernel.times is set and wins')
+    ignored('pairenc.*', unless=lambda cfg: pair_encoder_needed(cfg),
+            why="gt.layer_type has no CSA branch and pairenc.enable is False",
             in_file='warn')
-ignored('posenc_RWSE.kernel.times_func',
-        unless=lambda cfg: not cfg.posenc_RWSE.kernel.times,
-        why='posenc_RWSE.kernel.times is set and wins')
-ignored('pairenc.*', unless=lambda cfg: pair_encoder_needed(cfg),
-        why="gt.layer_type has no CSA branch and pairenc.enable is False",
-        in_file='warn')
-ignored('pairenc.ring_max_size', 'pairenc.ring_mode',
-        unless=lambda cfg: cfg.pairenc.rings, why='pairenc.rings is False')
-ignored('pairenc.dim_rpe', unless=lambda cfg: cfg.pairenc.combine == 'concat'
-        and cfg.pairenc.rpe != 'none',
-        why="it is the width of the concatenated RPE part (pairenc.combine "
-            "'concat', pairenc.rpe not 'none')")
-ignored('pairenc.steps', 'pairenc.on_the_fly',
-        unless=lambda cfg: cfg.pairenc.rpe != 'none', why="pairenc.rpe is 'none'")
+    ignored('pairenc.ring_max_size', 'pairenc.ring_mode',
+            unless=lambda cfg: cfg.pairenc.rings, why='pairenc.rings is False')
+    ignored('pairenc.dim_rpe', unless=lambda cfg: cfg.pairenc.combine == 'concat'
+            and cfg.pairenc.rpe != 'none',
+            why="it is the width of the concatenated RPE part (pairenc.combine "
+                "'concat', pairenc.rpe not 'none')")
+    ignored('pairenc.steps', 'pairenc.on_the_fly',
+            unless=lambda cfg: cfg.pairenc.rpe != 'none', why="pairenc.rpe is 'none'")
 
 
 def node_encoder_parts(cfg, default_type: Optional[str] = None

@@ -1,67 +1,218 @@
-"""Declarations of the config checks: each group module declares the
-choices, ranges, cross-key rules, ineffective keys, unused GraphGym keys and
-advice of its keys with the functions here; :mod:`graphgps_ext.config.validation`
-runs them."""
-from dataclasses import dataclass
-from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Union
+"""Declarations of the config checks, and the one store that holds them.
+
+Each config group module has a ``declare()`` function that declares, with
+the functions here, the choices, ranges, cross-key rules, ineffective keys,
+unused GraphGym keys and advice of its keys, and which of them are volatile
+(outside the run fingerprint) or resumable. Nothing is declared by importing
+a module: a declaration function called outside a declaration step raises
+``RuntimeError``. The steps are run explicitly, each once, by
+:func:`run_declarations`:
+
+- :func:`graphgps_ext.config.groups.declare_all` runs the ``declare()`` of
+  every config group, in the order of
+  :data:`~graphgps_ext.config.groups.GROUPS` (the order of the group
+  modules' declarations is kept: an :func:`ignored` group before its single
+  keys, rules in the order their errors are listed);
+- :func:`graphgps_ext.register.register_all` adds the keys whose values are
+  the names of a table above this package (``metric_best``,
+  ``dataset.metrics``).
+
+Every reader (:mod:`~graphgps_ext.config.validation`, the coercion of
+:mod:`~graphgps_ext.config.yaml_io`, :func:`volatile_keys`,
+:func:`resumable_keys`, the run fingerprint) goes through
+:func:`declarations`, which runs ``declare_all`` first (one flag test once
+it has run), so the checks are complete whichever module the program
+started from.
+"""
+import threading
+from dataclasses import dataclass, field, fields
+from types import MappingProxyType
+from typing import (Any, Callable, Dict, Iterable, List, Mapping, Optional,
+                    Sequence, Tuple, Union)
 
 from yacs.config import CfgNode
 
 from graphgps_ext.branches import layer_type_of
 
-# The allowed values of enumerated keys.
-_CHOICES: Dict[str, List] = {}
-# Keys that take 'auto' or a boolean.
-_AUTO_BOOL: List[str] = []
-# Keys that never change a run's results (paths, logging, threads, speed
-# switches): outside the run fingerprint (:mod:`graphgps_ext.identity`).
-_VOLATILE: List[str] = []
-# Keys that a resumed run may change (optimiser hyper-parameters): they take
-# effect from the next epoch instead of being refused.
-_RESUMABLE: List[str] = []
-# (key, test(value) -> bool, requirement) of numeric keys.
-_BOUNDS: List[tuple] = []
-# Checks across keys: fn(cfg) -> error message or None.
-_RULES: List[Callable[[CfgNode], Optional[str]]] = []
-# Advice: fn(cfg) -> warning or None.
-_ADVICE: List[Callable[[CfgNode], Optional[str]]] = []
-_IGNORED: List['Ignored'] = []
-# GraphGym keys this project does not read -> what to use instead ('' = none).
-_UNUSED: Dict[str, str] = {}
-
 Text = Union[str, Callable[[CfgNode], str]]
+Check = Callable[[CfgNode], Optional[str]]
+
+
+@dataclass
+class Ignored:
+    """A declaration of :func:`ignored`."""
+    keys: Sequence[str]
+    unless: Callable[[CfgNode], bool]
+    why: Text
+    fix: Text
+    used: Optional[Callable[[CfgNode], Any]]
+    in_file: str
+
+
+def _frozen_map() -> Mapping:
+    return MappingProxyType({})
+
+
+@dataclass(frozen=True)
+class Declarations:
+    """Declarations in the order they were made (read-only)."""
+    #: The allowed values of enumerated keys (:func:`choices`).
+    choices: Mapping[str, Tuple] = field(default_factory=_frozen_map)
+    #: Keys that take ``'auto'`` or a boolean (:func:`auto_or_bool`).
+    auto_bool: Tuple[str, ...] = ()
+    #: Keys (or ``group.*``) outside the run fingerprint (:func:`volatile`).
+    volatile: Tuple[str, ...] = ()
+    #: Keys that a resumed run may change (:func:`resumable`).
+    resumable: Tuple[str, ...] = ()
+    #: ``(key, test(value) -> bool, requirement)`` of numeric keys
+    #: (:func:`bounded` and its shorthands).
+    bounds: Tuple[Tuple[str, Callable[[Any], bool], str], ...] = ()
+    #: Checks across keys: ``fn(cfg) -> error message or None`` (:func:`rule`).
+    rules: Tuple[Check, ...] = ()
+    #: Warnings: ``fn(cfg) -> message or None`` (:func:`advice`).
+    advice: Tuple[Check, ...] = ()
+    #: Ineffective keys (:func:`ignored`).
+    ignored: Tuple[Ignored, ...] = ()
+    #: GraphGym keys this project does not read -> the key to use instead
+    #: (``''`` = none) (:func:`unused`).
+    unused: Mapping[str, str] = field(default_factory=_frozen_map)
+
+    def __add__(self, other: 'Declarations') -> 'Declarations':
+        """Both, ``other``'s after ``self``'s; a key declared again in
+        ``choices`` or ``unused`` keeps its place and takes the new value."""
+        merged = {}
+        for f in fields(self):
+            a, b = getattr(self, f.name), getattr(other, f.name)
+            merged[f.name] = (MappingProxyType({**a, **b})
+                              if isinstance(a, Mapping) else a + b)
+        return Declarations(**merged)
+
+    def __len__(self) -> int:
+        """The number of entries: one per key of the choices, ``auto`` or
+        boolean keys, volatile and resumable keys, ranges and unused keys,
+        one per rule, advice and :func:`ignored` declaration."""
+        return sum(len(getattr(self, f.name)) for f in fields(self))
+
+    def keys(self) -> List[str]:
+        """Every dotted key (or ``group.*`` pattern) named by a
+        declaration (rules and advice name theirs in their messages)."""
+        out = [*self.choices, *self.auto_bool, *self.volatile,
+               *self.resumable, *(key for key, _, _ in self.bounds),
+               *(key for dec in self.ignored for key in dec.keys),
+               *self.unused]
+        return list(dict.fromkeys(out))
+
+
+class _Step:
+    """The declarations of the step being run (mutable until it ends)."""
+
+    def __init__(self, name: str):
+        self.name = name
+        self.choices: Dict[str, Tuple] = {}
+        self.auto_bool: List[str] = []
+        self.volatile: List[str] = []
+        self.resumable: List[str] = []
+        self.bounds: List[tuple] = []
+        self.rules: List[Check] = []
+        self.advice: List[Check] = []
+        self.ignored: List[Ignored] = []
+        self.unused: Dict[str, str] = {}
+
+    def frozen(self) -> Declarations:
+        return Declarations(**{
+            f.name: (MappingProxyType(dict(getattr(self, f.name)))
+                     if f.name in ('choices', 'unused')
+                     else tuple(getattr(self, f.name)))
+            for f in fields(Declarations)})
+
+
+_LOCK = threading.RLock()
+_step: Optional[_Step] = None            # the step being run, if any
+_by_step: Dict[str, Declarations] = {}   # step name -> what it declared
+_all = Declarations()                    # every step's, in the order run
+
+
+def run_declarations(steps: Iterable[Tuple[str, Callable[[], None]]]) -> None:
+    """Run each ``(name, declare)`` step whose name has not run yet:
+    ``declare()`` calls the declaration functions of this module, and what
+    it declares is added to the store once it returns (nothing of a step
+    that raises). Idempotent and thread-safe: a step runs once however
+    often and from however many threads this is called."""
+    global _step, _all
+    with _LOCK:
+        for name, declare in steps:
+            if _step is not None:
+                raise RuntimeError(f"config declaration step '{name}' started "
+                                   f"inside the step '{_step.name}'")
+            if name in _by_step:
+                continue
+            _step = _Step(name)
+            try:
+                declare()
+                made = _step.frozen()
+            finally:
+                _step = None
+            _by_step[name] = made
+            _all = _all + made
+
+
+def declared() -> Dict[str, Declarations]:
+    """``{step name: its declarations}`` of the steps run so far, in the
+    order run (runs nothing: empty until a step is run)."""
+    with _LOCK:
+        return dict(_by_step)
+
+
+def declarations() -> Declarations:
+    """Every declaration: the config groups' (run first if they have not
+    run yet, :func:`graphgps_ext.config.groups.declare_all`), then the
+    registry names' once :func:`graphgps_ext.register.register_all` has
+    run. The one way the checks read the declarations."""
+    from graphgps_ext.config.groups import declare_all
+    declare_all()
+    return _all
+
+
+def _open() -> _Step:
+    if _step is None:
+        raise RuntimeError(
+            'config checks are declared inside a declaration step (a config '
+            "group's declare(), run by graphgps_ext.config.groups.declare_all), "
+            'not when a module is imported')
+    return _step
 
 
 def choices(key: str, values: Iterable):
     """Declare the allowed values of the dotted config ``key``."""
-    _CHOICES[key] = list(values)
+    _open().choices[key] = tuple(values)
 
 
 def auto_or_bool(key: str):
     """Declare the dotted config ``key`` as ``'auto'``, ``True`` or ``False``
     (default ``'auto'``; ``true``/``false`` in any case read as booleans)."""
-    _AUTO_BOOL.append(key)
-    _CHOICES[key] = ['auto', True, False]
+    step = _open()
+    step.auto_bool.append(key)
+    step.choices[key] = ('auto', True, False)
 
 
 def volatile(*keys: str):
     """Declare dotted keys (or ``group.*``) that never change results:
     paths, logging, thread and worker counts, speed switches whose results
     equal the plain path's. They are left out of the run fingerprint."""
-    _VOLATILE.extend(keys)
+    _open().volatile.extend(keys)
 
 
 def resumable(*keys: str):
     """Declare dotted keys that a resumed run may change (they take effect
     from the next epoch); changing any other fingerprinted key on resume is
     refused."""
-    _RESUMABLE.extend(keys)
+    _open().resumable.extend(keys)
 
 
 def bounded(key: str, test: Callable[[Any], bool], requirement: str):
     """Declare that the numeric ``key`` must pass ``test`` (described by
     ``requirement``, e.g. ``'-1 or >= 1'``)."""
-    _BOUNDS.append((key, test, requirement))
+    _open().bounds.append((key, test, requirement))
 
 
 def probability(*keys: str):
@@ -91,31 +242,20 @@ def at_most(limit: int, *keys: str):
         bounded(key, lambda v, m=limit: v <= m, f'at most {limit:,}')
 
 
-def rule(fn: Callable[[CfgNode], Optional[str]]):
+def rule(fn: Check) -> Check:
     """Declare a check across keys: ``fn(cfg)`` returns an error message
     (naming the keys and what to change) or ``None``. Runs after every
     single-key check passed."""
-    _RULES.append(fn)
+    _open().rules.append(fn)
     return fn
 
 
-def advice(fn: Callable[[CfgNode], Optional[str]]):
+def advice(fn: Check) -> Check:
     """Declare a warning: ``fn(cfg)`` returns a message (naming the keys and
     what to change) for a config that runs but probably not as intended, or
     ``None``. Logged at the start of the run."""
-    _ADVICE.append(fn)
+    _open().advice.append(fn)
     return fn
-
-
-@dataclass
-class Ignored:
-    """A declaration of :func:`ignored`."""
-    keys: Sequence[str]
-    unless: Callable[[CfgNode], bool]
-    why: Text
-    fix: Text
-    used: Optional[Callable[[CfgNode], Any]]
-    in_file: str
 
 
 def ignored(*keys: str, unless: Callable[[CfgNode], bool], why: Text,
@@ -136,14 +276,15 @@ def ignored(*keys: str, unless: Callable[[CfgNode], bool], why: Text,
     """
     if in_file not in ('error', 'warn'):
         raise ValueError(f"in_file must be 'error' or 'warn', got {in_file!r}")
-    _IGNORED.append(Ignored(keys, unless, why, fix, used, in_file))
+    _open().ignored.append(Ignored(keys, unless, why, fix, used, in_file))
 
 
 def unused(*keys: str, instead: str = ''):
     """Declare GraphGym keys that this project does not read; setting one is
     an error that points to ``instead`` (the key to use)."""
+    step = _open()
     for key in keys:
-        _UNUSED[key] = instead
+        step.unused[key] = instead
 
 
 def has_branch(cfg: CfgNode, *names: str) -> bool:
@@ -153,10 +294,11 @@ def has_branch(cfg: CfgNode, *names: str) -> bool:
     return layer_type is not None and layer_type.has(*names)
 
 
-
 def volatile_keys() -> List[str]:
-    return list(_VOLATILE)
+    """The keys (or ``group.*``) declared :func:`volatile`."""
+    return list(declarations().volatile)
 
 
 def resumable_keys() -> List[str]:
-    return list(_RESUMABLE)
+    """The keys declared :func:`resumable`."""
+    return list(declarations().resumable)

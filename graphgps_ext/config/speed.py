@@ -1,8 +1,8 @@
 """Config group ``speed``: optional speed-ups of training and evaluation.
 
-Adds keys to GraphGym's ``train`` and ``optim`` groups (registered as the
-group ``speed`` in :mod:`graphgps_ext.register`). Each switch keeps the plain
-path available and gives the plain path's results within tolerance
+Adds keys to GraphGym's ``train`` and ``optim`` groups (listed as the group
+``speed`` in :data:`graphgps_ext.config.groups.GROUPS`). Each switch keeps
+the plain path available and gives the plain path's results within tolerance
 (``tests/train/test_optim.py``, ``tests/train/test_loop.py``):
 
 - ``optim.fused`` (on by default): Adam/AdamW with ``fused=True`` (one
@@ -113,19 +113,20 @@ def speed_cfg(cfg):
         cfg[group][name] = value
 
 
-choices('train.compile_mode', ['default', 'reduce-overhead', 'max-autotune'])
-choices('train.amp', ['none', 'bf16'])
-choices('train.data_placement', ['auto', 'device', 'host'])
-auto_or_bool('train.static_shapes')
-auto_or_bool('train.fast_path_check')
-auto_or_bool('train.compile_step')
-# Same results as the plain path (within float tolerance): outside the run
-# fingerprint. ``train.amp`` changes the arithmetic, so it stays in.
-volatile('train.compile', 'train.compile_mode', 'train.compile_dynamic',
-         'train.compile_step',
-         'optim.fused', 'optim.flat_params', 'train.fast_collate',
-         'train.data_placement', 'train.static_shapes', 'train.fast_path_check')
-ignored('train.compile_mode', 'train.compile_dynamic', 'train.compile_step',
-        unless=lambda cfg: cfg.train.compile, why='train.compile is False',
-        in_file='warn')
-
+def declare():
+    """Declare the checks of the ``speed`` keys."""
+    choices('train.compile_mode', ['default', 'reduce-overhead', 'max-autotune'])
+    choices('train.amp', ['none', 'bf16'])
+    choices('train.data_placement', ['auto', 'device', 'host'])
+    auto_or_bool('train.static_shapes')
+    auto_or_bool('train.fast_path_check')
+    auto_or_bool('train.compile_step')
+    # Same results as the plain path (within float tolerance): outside the run
+    # fingerprint. ``train.amp`` changes the arithmetic, so it stays in.
+    volatile('train.compile', 'train.compile_mode', 'train.compile_dynamic',
+             'train.compile_step',
+             'optim.fused', 'optim.flat_params', 'train.fast_collate',
+             'train.data_placement', 'train.static_shapes', 'train.fast_path_check')
+    ignored('train.compile_mode', 'train.compile_dynamic', 'train.compile_step',
+            unless=lambda cfg: cfg.train.compile, why='train.compile is False',
+            in_file='warn')

@@ -93,50 +93,6 @@ def train_cfg(cfg):
     cfg.wandb.mode = 'online'
 
 
-choices('optim.optimizer', ['adam', 'adamW', 'sgd'])
-choices('optim.scheduler', ['none', 'steps', 'cos', 'cosine_with_warmup',
-                            'transformer_warmup', 'reduce_on_plateau'])
-# model.loss_fun is checked against the registered losses by load_cfg.
-choices('optim.lr_scaling', ['none', 'linear'])
-choices('dist.launcher', ['auto', 'torchrun', 'slurm', 'none'])
-choices('dist.backend', ['auto', 'nccl', 'gloo'])
-choices('wandb.mode', ['online', 'offline', 'disabled'])
-choices('metric_agg', ['argmax', 'argmin'])
-# metric_best and dataset.metrics take the names of the metric table
-# (graphgps_ext.metrics), declared where it is registered
-# (graphgps_ext.register).
-
-# Where and how a run executes, not what it computes (GraphGym's keys
-# included): outside the run fingerprint.
-volatile('out_dir', 'run_name', 'seed', 'dataset.dir', 'accelerator',
-         'devices', 'num_threads', 'num_workers', 'print', 'round', 'cfg_dest',
-         'tensorboard_each_run', 'tensorboard_agg', 'gpu_mem', 'benchmark',
-         'mem.*', 'view_emb', 'train.auto_resume', 'train.epoch_resume',
-         'train.ckpt_period', 'train.enable_ckpt', 'train.ckpt_clean',
-         'dist.launcher', 'dist.backend', 'dist.timeout_min',
-         'dist.find_unused_parameters', 'tensorboard.*', 'wandb.*')
-# Optimiser hyper-parameters that a resumed run may change: the optimiser
-# and the scheduler continue from the current epoch with the new values.
-resumable('optim.base_lr', 'optim.weight_decay', 'optim.momentum',
-          'optim.max_epoch', 'optim.num_warmup_epochs', 'optim.steps',
-          'optim.lr_decay', 'optim.reduce_factor', 'optim.schedule_patience',
-          'optim.min_lr', 'optim.clip_grad_norm', 'optim.clip_grad_norm_value',
-          'train.early_stop_patience', 'train.eval_period')
-positive('train.batch_size', 'train.eval_period', 'train.ckpt_period',
-         'optim.max_epoch', 'optim.base_lr', 'optim.lr_decay',
-         'optim.clip_grad_norm_value', 'dist.timeout_min')
-non_negative('optim.weight_decay', 'optim.momentum', 'optim.num_warmup_epochs',
-             'optim.schedule_patience', 'optim.min_lr',
-             'train.early_stop_patience', 'train.batch_size_global',
-             'num_workers', 'num_threads')
-at_most(10 ** 7, 'train.batch_size', 'train.batch_size_global')
-at_most(10 ** 6, 'optim.max_epoch', 'optim.num_warmup_epochs')
-at_most(1024, 'num_workers', 'num_threads')
-bounded('optim.reduce_factor', lambda v: 0 < v < 1, 'in (0, 1)')
-bounded('seed', lambda v: 0 <= v < 2 ** 32, 'in 0 .. 2**32 - 1 (a NumPy seed)')
-
-
-@rule
 def _global_batch_and_scaling(cfg):
     if cfg.train.batch_size_global > 0 and cfg.optim.lr_scaling != 'none':
         return ('train.batch_size_global keeps the effective batch fixed, so '
@@ -144,7 +100,6 @@ def _global_batch_and_scaling(cfg):
     return None
 
 
-@rule
 def _wandb_installed(cfg):
     if cfg.wandb.use and importlib.util.find_spec('wandb') is None:
         return ('wandb.use is True but the wandb package is not installed: '
@@ -159,18 +114,6 @@ def _scheduler(*names):
                 in_file='warn')
 
 
-ignored('optim.num_warmup_epochs', **_scheduler('cosine_with_warmup', 'transformer_warmup'))
-ignored('optim.steps', 'optim.lr_decay', **_scheduler('steps'))
-ignored('optim.reduce_factor', 'optim.schedule_patience', 'optim.min_lr',
-        **_scheduler('reduce_on_plateau'))
-ignored('optim.momentum', unless=lambda cfg: cfg.optim.optimizer == 'sgd',
-        why=lambda cfg: f"optim.optimizer is '{cfg.optim.optimizer}' (momentum "
-                        "is SGD's)", in_file='warn')
-ignored('optim.clip_grad_norm_value', unless=lambda cfg: cfg.optim.clip_grad_norm,
-        why='optim.clip_grad_norm is False', fix='set optim.clip_grad_norm True')
-
-
-@advice
 def _shorter_than_warmup(cfg):
     # The warm-up multipliers of the first and the last epoch (train/optim.py):
     # cosine_with_warmup max(1e-6, t / W), transformer_warmup (t + 1) / W.
@@ -189,10 +132,64 @@ def _shorter_than_warmup(cfg):
             f'optim.num_warmup_epochs {n // 10})')
 
 
-# GraphGym's training keys that the training loop of graphgps_ext does not use.
-unused('train.sampler', 'train.sample_node', 'train.node_per_graph',
-       'train.radius', 'train.skip_train_eval', 'train.iter_per_epoch',
-       'train.walk_length', 'train.neighbor_sizes', 'val.sample_node',
-       'val.sampler', 'val.node_per_graph', 'val.radius', 'model.match_upper',
-       'model.size_average', 'model.thresh', 'model.edge_decoding',
-       'custom_metrics', 'share.dim_in', 'share.dim_out', 'share.num_splits')
+def declare():
+    """Declare the checks of the ``train_ext`` keys."""
+    choices('optim.optimizer', ['adam', 'adamW', 'sgd'])
+    choices('optim.scheduler', ['none', 'steps', 'cos', 'cosine_with_warmup',
+                                'transformer_warmup', 'reduce_on_plateau'])
+    # model.loss_fun is checked against the registered losses by load_cfg.
+    choices('optim.lr_scaling', ['none', 'linear'])
+    choices('dist.launcher', ['auto', 'torchrun', 'slurm', 'none'])
+    choices('dist.backend', ['auto', 'nccl', 'gloo'])
+    choices('wandb.mode', ['online', 'offline', 'disabled'])
+    choices('metric_agg', ['argmax', 'argmin'])
+    # metric_best and dataset.metrics take the names of the metric table
+    # (graphgps_ext.metrics): declared by graphgps_ext.register.declare_names.
+
+    # Where and how a run executes, not what it computes (GraphGym's keys
+    # included): outside the run fingerprint.
+    volatile('out_dir', 'run_name', 'seed', 'dataset.dir', 'accelerator',
+             'devices', 'num_threads', 'num_workers', 'print', 'round', 'cfg_dest',
+             'tensorboard_each_run', 'tensorboard_agg', 'gpu_mem', 'benchmark',
+             'mem.*', 'view_emb', 'train.auto_resume', 'train.epoch_resume',
+             'train.ckpt_period', 'train.enable_ckpt', 'train.ckpt_clean',
+             'dist.launcher', 'dist.backend', 'dist.timeout_min',
+             'dist.find_unused_parameters', 'tensorboard.*', 'wandb.*')
+    # Optimiser hyper-parameters that a resumed run may change: the optimiser
+    # and the scheduler continue from the current epoch with the new values.
+    resumable('optim.base_lr', 'optim.weight_decay', 'optim.momentum',
+              'optim.max_epoch', 'optim.num_warmup_epochs', 'optim.steps',
+              'optim.lr_decay', 'optim.reduce_factor', 'optim.schedule_patience',
+              'optim.min_lr', 'optim.clip_grad_norm', 'optim.clip_grad_norm_value',
+              'train.early_stop_patience', 'train.eval_period')
+    positive('train.batch_size', 'train.eval_period', 'train.ckpt_period',
+             'optim.max_epoch', 'optim.base_lr', 'optim.lr_decay',
+             'optim.clip_grad_norm_value', 'dist.timeout_min')
+    non_negative('optim.weight_decay', 'optim.momentum', 'optim.num_warmup_epochs',
+                 'optim.schedule_patience', 'optim.min_lr',
+                 'train.early_stop_patience', 'train.batch_size_global',
+                 'num_workers', 'num_threads')
+    at_most(10 ** 7, 'train.batch_size', 'train.batch_size_global')
+    at_most(10 ** 6, 'optim.max_epoch', 'optim.num_warmup_epochs')
+    at_most(1024, 'num_workers', 'num_threads')
+    bounded('optim.reduce_factor', lambda v: 0 < v < 1, 'in (0, 1)')
+    bounded('seed', lambda v: 0 <= v < 2 ** 32, 'in 0 .. 2**32 - 1 (a NumPy seed)')
+    rule(_global_batch_and_scaling)
+    rule(_wandb_installed)
+    ignored('optim.num_warmup_epochs', **_scheduler('cosine_with_warmup', 'transformer_warmup'))
+    ignored('optim.steps', 'optim.lr_decay', **_scheduler('steps'))
+    ignored('optim.reduce_factor', 'optim.schedule_patience', 'optim.min_lr',
+            **_scheduler('reduce_on_plateau'))
+    ignored('optim.momentum', unless=lambda cfg: cfg.optim.optimizer == 'sgd',
+            why=lambda cfg: f"optim.optimizer is '{cfg.optim.optimizer}' (momentum "
+                            "is SGD's)", in_file='warn')
+    ignored('optim.clip_grad_norm_value', unless=lambda cfg: cfg.optim.clip_grad_norm,
+            why='optim.clip_grad_norm is False', fix='set optim.clip_grad_norm True')
+    advice(_shorter_than_warmup)
+    # GraphGym's training keys that the training loop of graphgps_ext does not use.
+    unused('train.sampler', 'train.sample_node', 'train.node_per_graph',
+           'train.radius', 'train.skip_train_eval', 'train.iter_per_epoch',
+           'train.walk_length', 'train.neighbor_sizes', 'val.sample_node',
+           'val.sampler', 'val.node_per_graph', 'val.radius', 'model.match_upper',
+           'model.size_average', 'model.thresh', 'model.edge_decoding',
+           'custom_metrics', 'share.dim_in', 'share.dim_out', 'share.num_splits')

@@ -1,6 +1,8 @@
 """Running the declared checks (:mod:`graphgps_ext.config.rules`) on a
 loaded config: choices, ranges, unused GraphGym keys, cross-key rules,
-ineffective keys (errors or warnings) and advice."""
+ineffective keys (errors or warnings) and advice. Every function reads the
+declarations through :func:`~graphgps_ext.config.rules.declarations`, so
+they are complete however the program was entered."""
 import math
 from typing import Any, Dict, List, Optional
 
@@ -8,13 +10,12 @@ from yacs.config import CfgNode
 
 from graphgps_ext.config.keys import (_MISSING, COMMAND_LINE, ConfigError,
                                       did_you_mean, get_key, leaf_keys)
-from graphgps_ext.config.rules import (_ADVICE, _BOUNDS, _CHOICES, _IGNORED,
-                                       _RULES, _UNUSED, Text)
+from graphgps_ext.config.rules import Text, declarations
 
 
 def _choice_errors(cfg: CfgNode) -> List[str]:
     errors = []
-    for key, allowed in _CHOICES.items():
+    for key, allowed in declarations().choices.items():
         value = get_key(cfg, key, _MISSING)
         if value is _MISSING:
             continue
@@ -70,7 +71,7 @@ def _ineffective(cfg: CfgNode, defaults: CfgNode):
     """``(key, value, rule, used)`` of every key that differs from the value
     the run uses while a declaration makes it ineffective."""
     seen = set()
-    for dec in _IGNORED:
+    for dec in declarations().ignored:
         keys = [k for p in dec.keys for k in _expand(cfg, p) if k not in seen]
         try:
             if not keys or dec.unless(cfg):
@@ -116,7 +117,7 @@ def _bound_error(key: str, value, test, requirement: str, where: str) -> Optiona
 def check_key(key: str, value, where: str) -> Optional[str]:
     """Why ``value`` is outside a range declared for ``key`` (``where``: how
     it was given, e.g. ``'from --seeds'``), else ``None``."""
-    for k, test, requirement in _BOUNDS:
+    for k, test, requirement in declarations().bounds:
         problem = _bound_error(k, value, test, requirement, f' ({where})') \
             if k == key else None
         if problem:
@@ -138,20 +139,21 @@ def validate(cfg: CfgNode, defaults: CfgNode, sources: Dict[str, str]):
         return f' ({given[key]})' if key in given else (
             f' ({sources[key]})' if key in sources else '')
 
+    found = declarations()
     errors = _choice_errors(cfg)
-    for key, test, requirement in _BOUNDS:
+    for key, test, requirement in found.bounds:
         problem = _bound_error(key, get_key(cfg, key, None), test, requirement,
                                where(key))
         if problem:
             errors.append(problem)
-    for key, instead in _UNUSED.items():
+    for key, instead in found.unused.items():
         if key in given:
             errors.append(
                 f"'{key}'{where(key)} is a GraphGym key that graphgps_ext does not "
                 'read, so it would change nothing; '
                 + (f"use '{instead}' instead" if instead else 'remove it'))
     if not errors:
-        errors += [m for m in (fn(cfg) for fn in _RULES) if m]
+        errors += [m for m in (fn(cfg) for fn in found.rules) if m]
     if not errors:
         for key, value, dec, used in _ineffective(cfg, defaults):
             if key in given and (dec.in_file == 'error'
@@ -173,5 +175,5 @@ def config_warnings(cfg: CfgNode, defaults: CfgNode) -> List[str]:
     for key, value, dec, used in _ineffective(cfg, defaults):
         if dec.in_file == 'warn' and not _same(value, get_key(defaults, key, None)):
             out.append(_ineffective_message(key, value, dec, used, cfg))
-    out += [m for m in (fn(cfg) for fn in _ADVICE) if m]
+    out += [m for m in (fn(cfg) for fn in declarations().advice) if m]
     return out

@@ -9,7 +9,7 @@ from yacs.config import CfgNode
 
 from graphgps_ext.config.keys import (COMMAND_LINE, ConfigError, all_keys,
                                       did_you_mean, get_key, leaf_keys)
-from graphgps_ext.config.rules import _AUTO_BOOL
+from graphgps_ext.config.rules import declarations
 
 
 #: Bounds on a config file's node tree once YAML aliases are expanded (a
@@ -162,7 +162,7 @@ def coerce(key: str, value, default, where: str):
     type change raises :class:`ConfigError` naming the expected type."""
     if default is None:
         return value
-    if key in _AUTO_BOOL:
+    if key in declarations().auto_bool:
         if isinstance(value, str) and value.lower() in ('true', 'false'):
             return value.lower() == 'true'
         if isinstance(value, bool) or value == 'auto':
@@ -218,7 +218,7 @@ def merge_data(cfg: CfgNode, data: dict, path: str) -> List[str]:
     keys = leaf_keys(data)
     # 'auto'-or-boolean keys change type: set directly (yacs' merge refuses).
     direct = {}
-    for key in _AUTO_BOOL:
+    for key in declarations().auto_bool:
         *parents, last = key.split('.')
         node = data
         for part in parents:

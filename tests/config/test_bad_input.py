@@ -404,7 +404,7 @@ def test_every_declared_range_is_enforced():
     from graphgps_ext import config
     defaults = default_cfg()
     checked = 0
-    for key, test, requirement in config._BOUNDS:
+    for key, test, requirement in config.declarations().bounds:
         default = config.get_key(defaults, key)
         kind = type(default)
         bad = next(v for v in (-2, -1, 0, 1, 1.5, 9, 2 ** 32, 10 ** 15) if not test(kind(v)))
