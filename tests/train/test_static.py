@@ -137,9 +137,12 @@ def test_failed_check_falls_back_to_eager_with_one_warning(
 def test_check_catches_a_fast_path_with_another_loss(molecule_run, tmp_path,
                                                      monkeypatch):
     def wrong(model, cfg, static=False):
+        # the static path's net computes the loss inside (ForwardLoss)
+        assert isinstance(model, speed.ForwardLoss)
+
         def net(batch):
-            pred, true = model(batch)
-            return pred + 1.0, true
+            pred, true, loss = model(batch)
+            return pred, true, loss + 1.0
         return net
 
     monkeypatch.setattr(speed, 'compile_model', wrong)
