@@ -288,10 +288,12 @@ def row_mask(batch, level: Optional[str]) -> Optional[Tensor]:
     output of ``batch`` (``graph_mask`` or ``node_mask``, on the device), for
     a loss computed on the padded output
     (:mod:`graphgps_ext.train.loss`); ``None`` for an unpadded batch and for
-    ``'pairs'`` outputs (they index real rows only)."""
-    if level not in ('graph', 'node') or getattr(batch, 'real_graphs', None) is None:
+    ``'pairs'`` outputs (they index real rows only). Only the masks are
+    read, not the real counts: under :func:`torch.compile` a Python count
+    would be specialised on, a recompilation for every new count."""
+    if level not in ('graph', 'node'):
         return None
-    return batch.graph_mask if level == 'graph' else batch.node_mask
+    return getattr(batch, 'graph_mask' if level == 'graph' else 'node_mask', None)
 
 
 def trim(pred, true, batch, level: Optional[str]):

@@ -150,9 +150,13 @@ def weighted_cross_entropy(pred: Tensor, true: Tensor,
 def bce(pred: Tensor, true: Tensor, mask: Optional[Tensor] = None) -> Tensor:
     r"""Binary cross-entropy with logits, averaged over the labelled entries
     (``NaN`` targets, e.g. ogbg-molpcba's missing labels, are ignored)."""
-    _, true, mask = _masked(pred, true, mask)
-    return _mean(F.binary_cross_entropy_with_logits(
-        pred, true, weight=mask.to(pred.dtype), reduction='none'), mask)
+    rows = mask
+    _, true, mask = _masked(pred, true, rows)
+    values = F.binary_cross_entropy_with_logits(
+        pred, true, weight=mask.to(pred.dtype), reduction='none')
+    if rows is not None:  # a padding row's value, whatever it is, is left out
+        values = torch.where(mask, values, 0.0)
+    return _mean(values, mask)
 
 
 LOSSES = {

@@ -239,17 +239,24 @@ def test_attention_models_compile_static():
     assert speed.capacity_static(model)
 
 
-def _step_run(cfg_opts, compiled: bool, steps: int = 8):
+def _step_run(cfg_opts, compiled: bool, steps: int = 8, inside: bool = True,
+              between=None):
     """``steps`` training steps of a tiny model through the trainer on
     static-shape batches; ``compiled``: the forward pass and the update
-    compiled (``aot_eager``). Returns (losses, parameters, trainer, number
-    of capacities used)."""
+    compiled (``aot_eager``); ``inside``: the loss inside the forward pass
+    (:class:`~graphgps_ext.train.speed.ForwardLoss`, as a static-shape run
+    has it), else cut rows and the loss after it; ``between``: a list that
+    gets the operators dispatched between the forward and the backward pass
+    of every step after the first two. Returns (losses, parameters,
+    trainer, number of capacities used)."""
     from torch_geometric.data import Batch
 
-    from graphgps_ext.bench.steps import make_trainer
+    from graphgps_ext.bench.steps import (between_forward_and_backward,
+                                          make_trainer)
     from graphgps_ext.loader.pad import pad_batch
     from graphgps_ext.network import GPSModel
     from graphgps_ext.train.loop import PassStats
+    from graphgps_ext.train.loss import LOSSES
     cfg = load_cfg(None, ['gt.layer_type', 'GINE+None+GEANet', 'gt.layers', '1',
                           'gt.dim_hidden', '8', 'train.static_shapes', 'True',
                           'train.compile', str(compiled),
@@ -268,7 +275,11 @@ def _step_run(cfg_opts, compiled: bool, steps: int = 8):
         g.y = g.y.double()
     caps = Capacities.from_sizes([g.num_nodes for g in graphs],
                                  [g.num_edges for g in graphs], batch_size=4)
-    fast = speed.FastPath(caps, speed.compile_model(model, cfg, static=True),
+    if inside:
+        net, _ = speed.static_net(model, LOSSES['l1'], cfg, 'cpu')
+    else:
+        net = speed.compile_model(model, cfg, static=True)
+    fast = speed.FastPath(caps, net, loss_inside=inside,
                           compile_step=speed.compile_step_wanted(cfg, True))
     trainer = make_trainer(cfg, model, [], torch.device('cpu'), fast_path=fast)
     trainer.model.train()
@@ -282,7 +293,13 @@ def _step_run(cfg_opts, compiled: bool, steps: int = 8):
                 graphs[2 * step:2 * step + 4] if step % 3 else graphs[step:step + 3]),
                 caps)
             seen.add(batch.num_nodes)
-            trainer.train_batch(step, batch, done)
+            if between is not None and step >= 2:  # after the compilations
+                with between_forward_and_backward(
+                        trainer, torch.device('cpu')) as counter:
+                    trainer.train_batch(step, batch, done)
+                between.append(counter.ops)
+            else:
+                trainer.train_batch(step, batch, done)
     losses = torch.stack([l.reshape(()) for l in done.losses])
     params = torch.cat([p.detach().reshape(-1) for p in model.parameters()])
     return losses, params, trainer, len(seen)
@@ -296,12 +313,23 @@ def test_compiled_whole_step_trains_as_the_eager_step(monkeypatch):
     learning rate changes)."""
     from torch._dynamo.utils import counters
     monkeypatch.setattr(speed, 'BACKEND', 'aot_eager')
-    ref_losses, ref_params, eager, _ = _step_run([], compiled=False)
+    # the reference: the eager step, the padding rows cut before the loss
+    ref_losses, ref_params, eager, _ = _step_run([], compiled=False,
+                                                 inside=False)
     assert eager.update.compiled is None
     torch._dynamo.reset()
     counters.clear()
-    losses, params, trainer, n_caps = _step_run([], compiled=True)
+    between = []
+    losses, params, trainer, n_caps = _step_run([], compiled=True,
+                                                between=between)
     assert trainer.update.compiled is not None and trainer.update.reason is None
+    assert trainer.loss_inside
+    # compiled forward and loss, then its compiled backward: no eager
+    # operator between them
+    assert between == [0] * 6
+    # (The update has its graph breaks: the optimiser step splits around
+    # its grad mode. The forward pass and loss have none:
+    # test_compiled_forward_and_loss_equal_the_eager_step.)
     assert n_caps >= 2
     torch.testing.assert_close(losses, ref_losses, rtol=1e-5, atol=1e-5)
     torch.testing.assert_close(params, ref_params, rtol=1e-5, atol=1e-5)
@@ -355,3 +383,92 @@ def test_failed_compiled_update_falls_back_to_eager_with_one_warning(
     assert 'CUDA graph capture failed' in trainer.update.reason
     torch.testing.assert_close(losses, ref_losses, rtol=1e-5, atol=1e-5)
     torch.testing.assert_close(params, ref_params, rtol=1e-5, atol=1e-5)
+
+
+def test_loss_outside_the_forward_pass_runs_operators_between():
+    """The count can fail: with the rows cut and the loss computed after
+    the compiled forward pass (a loss without the row mask), the step runs
+    eager operators between the forward and the backward pass."""
+    from graphgps_ext.train.loss import LOSSES
+    between = []
+    _step_run([], compiled=False, steps=4, inside=False, between=between)
+    # 2 slices and the L1 loss's operators
+    assert len(between) == 2 and between[0] == between[1] >= 10
+    inside = []
+    _step_run([], compiled=False, steps=4, between=inside)
+    assert inside == [0, 0]
+    # a loss that takes no row mask keeps the cut rows and the loss outside
+    cfg = molecule_cfg('/nonexistent', 'train.static_shapes', 'True')
+    from graphgps_ext.network import GPSModel
+    model = GPSModel(cfg, GRAPH_TASK)
+    net, loss_inside = speed.static_net(
+        model, lambda pred, true: LOSSES['l1'](pred, true), cfg, 'cpu')
+    assert net is model and not loss_inside
+
+
+#: The compiled forward pass and loss: message passing with GEANet, a dense
+#: attention branch with GEANet, and CSA.
+STEP_FAMILIES = {'GINE+None+GEANet': GEA,
+                 'GatedGCN+Transformer+GEANet': GEA + HEADS,
+                 'None+CSA+None': HEADS}
+
+
+@pytest.mark.parametrize('layer_type', list(STEP_FAMILIES))
+def test_compiled_forward_and_loss_equal_the_eager_step(layer_type,
+                                                        monkeypatch):
+    """Static shapes under ``train.compile`` (``aot_eager``: dynamo and AOT
+    autograd, as on a GPU, without code generation): the forward pass and
+    the masked loss compiled as one graph per capacity give, in float64,
+    the eager unpadded step's loss and gradients; no recompilation, no
+    graph break."""
+    from torch._dynamo.utils import counters
+    from torch_geometric.data import Batch
+
+    from graphgps_ext.loader.pad import pad_batch
+    from graphgps_ext.network import GPSModel
+    from graphgps_ext.train.loss import LOSSES
+    monkeypatch.setattr(speed, 'BACKEND', 'aot_eager')
+    cfg = load_cfg(None, ['gt.layer_type', layer_type, 'gt.layers', '1',
+                          'gt.dim_hidden', '8', 'train.static_shapes', 'True',
+                          'train.compile', 'True'] + STEP_FAMILIES[layer_type])
+    cfg.defrost()
+    cfg.gt.dropout = cfg.gt.attn_dropout = 0.0
+    torch.manual_seed(0)
+    model = GPSModel(cfg, GRAPH_TASK).double()
+    model.train()
+    graphs = [molecule(5 + (7 * i) % 13, i) for i in range(24)]
+    caps = Capacities.from_sizes([g.num_nodes for g in graphs],
+                                 [g.num_edges for g in graphs], batch_size=4)
+    net, inside = speed.static_net(model, LOSSES['l1'], cfg, 'cpu')
+    assert inside and isinstance(net._orig_mod, speed.ForwardLoss)
+    torch._dynamo.reset()
+    counters.clear()
+    seen = set()
+    for step in range(8):
+        items = graphs[2 * step:2 * step + 4] if step % 3 else graphs[step:step + 3]
+        plain = Batch.from_data_list(items)
+        padded = pad_batch(Batch.from_data_list(items), caps)
+        seen.add(padded.num_nodes)
+        model.zero_grad(set_to_none=True)
+        ref = LOSSES['l1'](*model(plain))  # the eager unpadded step
+        ref.backward()
+        ref_grads = {n: p.grad.clone() for n, p in model.named_parameters()
+                     if p.grad is not None}
+        model.zero_grad(set_to_none=True)
+        pred, true, loss = net(padded)
+        loss.backward()
+        assert pred.size(0) == padded.num_graphs  # padded outputs returned
+        torch.testing.assert_close(loss, ref, rtol=1e-10, atol=1e-12)
+        grads = {n: p.grad for n, p in model.named_parameters()
+                 if p.grad is not None}
+        assert grads.keys() == ref_grads.keys()
+        for name, g in grads.items():
+            torch.testing.assert_close(g, ref_grads[name], rtol=1e-9,
+                                       atol=1e-11, msg=name)
+    assert len(seen) >= 2
+    # One graph per capacity: a recompilation (e.g. a guard on a batch's
+    # real count) would compile one more frame. (Dynamo counts frames, not
+    # recompilations: counters['recompiles'] stays empty either way.)
+    assert counters['stats']['unique_graphs'] == len(seen)
+    assert counters['frames']['total'] == counters['frames']['ok'] == len(seen)
+    assert not counters['graph_break']
