@@ -64,6 +64,12 @@ backward pass too (clipping and the optimiser step,
 :class:`~graphgps_ext.train.speed.Update`); ``train.amp bf16`` runs the forward pass under bfloat16
 autocast, in training and evaluation, and computes the loss in float32;
 ``optim.fused`` builds a fused Adam/AdamW and clips with ``foreach``.
+With static-shape batches (``train.static_shapes``) the loss is computed
+inside the forward pass, on the padded output with the mask of the real
+rows (:class:`~graphgps_ext.train.speed.ForwardLoss`): compiled, a
+training step is the compiled forward pass and loss, its compiled
+backward and the compiled update, with no operator between the forward
+and the backward pass; the rows for the metrics are cut after the step.
 """
 import math
 import sys

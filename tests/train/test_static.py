@@ -472,3 +472,79 @@ def test_compiled_forward_and_loss_equal_the_eager_step(layer_type,
     assert counters['stats']['unique_graphs'] == len(seen)
     assert counters['frames']['total'] == counters['frames']['ok'] == len(seen)
     assert not counters['graph_break']
+
+
+def _static_trainer(*opts):
+    """A tiny GINE+GEANet model (batch norms) and its trainer on the
+    static-shape path, the loss inside the (eager) forward pass."""
+    from graphgps_ext.bench.steps import make_trainer
+    from graphgps_ext.network import GPSModel
+    from graphgps_ext.train.loss import LOSSES
+    cfg = load_cfg(None, ['gt.layer_type', 'GINE+None+GEANet', 'gt.layers', '1',
+                          'gt.dim_hidden', '8', 'train.static_shapes', 'True']
+                   + GEA + list(opts))
+    cfg.defrost()
+    cfg.gt.dropout = cfg.gt.attn_dropout = 0.0
+    torch.manual_seed(0)
+    model = GPSModel(cfg, GRAPH_TASK)
+    graphs = [molecule(5 + (7 * i) % 13, i) for i in range(12)]
+    for g in graphs:
+        g.y = g.y.float()
+    caps = Capacities.from_sizes([g.num_nodes for g in graphs],
+                                 [g.num_edges for g in graphs], batch_size=4)
+    net, inside = speed.static_net(model, LOSSES['l1'], cfg, 'cpu')
+    trainer = make_trainer(cfg, model, [], torch.device('cpu'),
+                           fast_path=speed.FastPath(caps, net, loss_inside=inside))
+    return trainer, graphs, caps
+
+
+def test_single_node_batch_is_checked_and_skipped_with_the_loss_inside():
+    from torch_geometric.data import Batch
+
+    from graphgps_ext.loader.pad import pad_batch
+    from graphgps_ext.train.loop import PassStats
+    trainer, graphs, caps = _static_trainer()
+    assert trainer.loss_inside and trainer.needs_two_nodes
+    from torch_geometric.data import Data
+
+    def graph(n):
+        return Data(x=torch.full((n, 1), 3), edge_index=torch.zeros(
+            2, 0, dtype=torch.long), edge_attr=torch.zeros(0, dtype=torch.long),
+            y=torch.ones(1, 1))
+    # One node in all (with an empty graph beside it: a batch of single-node
+    # graphs only has node and graph slices alike, which pad_batch cannot
+    # tell apart)
+    lone = [graph(1), graph(0)]
+    done = PassStats()
+    before = [p.detach().clone() for p in trainer.model.parameters()]
+    trainer.model.train()
+    with torch.enable_grad():
+        trainer.train_batch(0, pad_batch(Batch.from_data_list(lone), caps), done)
+    assert done.skipped == 1 and not done.losses  # checked, then skipped
+    assert all(torch.equal(a, p) for a, p in
+               zip(before, trainer.model.parameters()))
+    with torch.enable_grad():
+        trainer.train_batch(1, pad_batch(Batch.from_data_list(graphs[:4]), caps),
+                            done)
+    # kept: the loss and the real rows of the output (4 graphs, not 5)
+    assert len(done.losses) == 1 and done.counts == [4]
+    assert done.preds[0].size(0) == 4
+
+
+def test_loss_inside_under_bf16_autocast_is_float32_and_matches_the_cut_rows():
+    from torch_geometric.data import Batch
+
+    from graphgps_ext.loader.pad import pad_batch, trim
+    from graphgps_ext.train.loss import LOSSES
+    trainer, graphs, caps = _static_trainer('train.amp', 'bf16')
+    net = trainer.train_net
+    assert isinstance(net, speed.ForwardLoss) and net.amp
+    batch = pad_batch(Batch.from_data_list(graphs[:4]), caps)
+    trainer.model.eval()
+    with torch.no_grad():
+        pred, true, loss = net(batch)
+        with speed.autocast(trainer.cfg, 'cpu'):
+            ref_pred, ref_true = trainer.model(batch)
+    assert pred.dtype == loss.dtype == torch.float32
+    ref = LOSSES['l1'](*trim(ref_pred.float(), ref_true, batch, 'graph'))
+    torch.testing.assert_close(loss, ref, rtol=1e-6, atol=1e-7)
