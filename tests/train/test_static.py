@@ -548,3 +548,27 @@ def test_loss_inside_under_bf16_autocast_is_float32_and_matches_the_cut_rows():
     assert pred.dtype == loss.dtype == torch.float32
     ref = LOSSES['l1'](*trim(ref_pred.float(), ref_true, batch, 'graph'))
     torch.testing.assert_close(loss, ref, rtol=1e-6, atol=1e-7)
+
+
+def test_check_runs_the_compiled_forward_and_loss(molecule_run, tmp_path,
+                                                  monkeypatch):
+    """Under ``train.compile`` the one-batch check compares the compiled
+    forward pass and masked loss (``aot_eager``) with the eager unpadded
+    loss, and the run gets that step."""
+    import logging
+    monkeypatch.setattr(speed, 'BACKEND', 'aot_eager')
+    records = []
+    log = logging.getLogger('test-fast-path')
+    log.addHandler(logging.Handler())
+    log.handlers[-1].emit = records.append
+    log.setLevel(logging.INFO)
+    torch._dynamo.reset()
+    model, fast = _fast_path(molecule_run, tmp_path, 'train.compile', 'True',
+                             'gt.layers', '1', 'train.fast_path_check', 'True',
+                             log=log)
+    assert fast.reason is None and fast.loss_inside and fast.compile_step
+    assert isinstance(fast.net._orig_mod, speed.ForwardLoss)
+    assert fast.net._orig_mod.model is model
+    messages = [r.getMessage() for r in records]
+    assert any('fast path checked on one batch' in m
+               and 'loss in the forward pass' in m for m in messages), messages
