@@ -13,6 +13,8 @@ from typing import Any, Optional
 import torch
 from torch import nn
 
+from graphgps_ext.loader.pad import row_mask
+
 
 def autocast(cfg, device_type: str):
     """The autocast context of ``train.amp`` on ``device_type``
@@ -222,7 +224,6 @@ class ForwardLoss(nn.Module):
         self.device_type = device_type
 
     def forward(self, batch):
-        from graphgps_ext.loader.pad import row_mask
         if self.amp:
             with torch.autocast(device_type=self.device_type,
                                 dtype=torch.bfloat16):
