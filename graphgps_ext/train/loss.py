@@ -1,9 +1,9 @@
 r"""Loss functions by the name used in ``model.loss_fun``.
 
 Every entry is ``fn(pred, true, mask=None) -> scalar Tensor`` on the
-``(pred, true)`` pair a head returns, and is registered in GraphGym's ``loss_dict`` by
-:func:`graphgps_ext.register.register_all`. ``model.loss_fun: auto`` picks
-the dataset's default (:attr:`TaskInfo.loss`).
+``(pred, true)`` pair a head returns, and is registered in GraphGym's
+``loss_dict`` by :func:`graphgps_ext.register.register_all`.
+``model.loss_fun: auto`` picks the dataset's default (:attr:`TaskInfo.loss`).
 
 Shapes: regression ``pred, true [B, T]`` (``true`` may be ``[B]`` when
 ``T = 1``); multi-class ``pred [B, C]`` logits, ``true [B]`` long; binary
@@ -166,7 +166,6 @@ LOSSES = {
     'weighted_cross_entropy': weighted_cross_entropy,
     'bce': bce,
 }
-
 
 
 def takes_mask(loss_fn) -> bool:

@@ -13,7 +13,7 @@ from typing import Any, Optional
 import torch
 from torch import nn
 
-from graphgps_ext.loader.pad import row_mask
+from graphgps_ext.loader.pad import row_mask, trim
 
 
 def autocast(cfg, device_type: str):
@@ -274,7 +274,6 @@ CHECK_RTOL = {'none': 1e-3, 'bf16': 3e-2}
 
 
 def _loss(net, batch, loss_fn, rows, cfg, device_type, loss_inside=False):
-    from graphgps_ext.loader.pad import trim
     if loss_inside:  # a ForwardLoss: the masked loss on the padded output
         return net(batch)[2]
     with autocast(cfg, device_type):
