@@ -14,7 +14,9 @@ Suites (``--suite``):
   1,000 graphs;
 - ``steps`` (:mod:`.steps`): operators dispatched and host
   synchronisations per training step of every ``paper-zinc`` row
-  (``ops_per_step``, ``syncs_per_step`` in the JSON);
+  (``ops_per_step``, ``syncs_per_step`` in the JSON), and the operators
+  between the forward and the backward pass (``between_ops_per_step``),
+  unpadded and on static shapes (``static_`` keys);
 - ``all``: every suite above;
 - ``gpu-check`` (:mod:`.gpu_check`, not part of ``all``): each model family
   trained a few hundred steps on the fast path and the eager path, the

@@ -17,7 +17,17 @@ and the static-shape path (``static_ops_per_step``,
 (:class:`~graphgps_ext.loader.pad.Capacities` of the training split,
 :class:`~graphgps_ext.loader.pad.PadCollater`, with the collater's host copy
 of the node counts), as ``train.static_shapes True`` gives the training
-loop, and the trainer cuts the padding rows before the loss.
+loop: the loss is computed inside the forward pass on the padded output
+with the mask of its real rows (:class:`~graphgps_ext.train.speed.ForwardLoss`).
+
+Each path also counts the operators the loop dispatches between the return
+of its forward pass and the start of its backward pass
+(``between_ops_per_step``, ``static_between_ops_per_step``; the
+``zero_grad`` before the backward pass dispatches none). Under
+``train.compile`` the forward pass and the backward pass are compiled
+graphs and these operators run eagerly between them: on CUDA, under
+``train.compile_mode reduce-overhead``, kernels outside the CUDA graph
+replays.
 
 On a GPU each operator is at least one kernel launch and each
 synchronisation stalls the launch queue: the two figures bound how fast a
@@ -25,6 +35,7 @@ step can be, whatever the arithmetic. On CUDA the synchronisations the
 driver reports (:func:`.dispatch_count.cuda_sync_count`) are given
 beside the counter's.
 """
+import contextlib
 from typing import Dict, List, Optional, Sequence
 
 import torch
@@ -61,13 +72,49 @@ def host_tensors(batch, trainer) -> List[torch.Tensor]:
             + optimizer_host_tensors(trainer.optimizer))
 
 
+@contextlib.contextmanager
+def between_forward_and_backward(trainer, device: torch.device):
+    """Count (a :class:`.dispatch_count.DispatchCounter`, yielded) the
+    operators ``trainer``'s training steps dispatch between the return of
+    the forward pass (``trainer.train_net``) and the start of the backward
+    pass (``trainer._step``), while in the block."""
+    counter = DispatchCounter(device=device)
+    net, step = trainer.train_net, trainer._step
+    active = [False]
+
+    def stop():
+        if active[0]:
+            counter.__exit__(None, None, None)
+            active[0] = False
+
+    def forward(batch):
+        stop()  # (a skipped step has no backward pass)
+        out = net(batch)
+        counter.__enter__()
+        active[0] = True
+        return out
+
+    def backward(loss):
+        stop()
+        return step(loss)
+
+    trainer.train_net, trainer._step = forward, backward
+    try:
+        yield counter
+    finally:
+        stop()
+        trainer.train_net, trainer._step = net, step
+
+
 def count_steps(trainer, batches: Sequence, device: torch.device,
                 warmup: int = 2, stacks: bool = False) -> Dict[str, object]:
     """Run ``warmup`` then ``len(batches) - warmup`` training steps of
     ``trainer``; returns ``ops_per_step``, ``syncs_per_step``, the
     synchronising operators (``sync_reasons``, totals over the counted
-    steps), with ``stacks`` where they came from (``sync_sites``), and on
-    CUDA ``cuda_syncs_per_step``."""
+    steps), with ``stacks`` where they came from (``sync_sites``), the
+    operators between the forward and the backward pass
+    (``between_ops_per_step``, :func:`between_forward_and_backward`), and
+    on CUDA ``cuda_syncs_per_step``."""
     from graphgps_ext.train.loop import PassStats
     trainer.model.train()
     done = PassStats()
@@ -82,12 +129,14 @@ def count_steps(trainer, batches: Sequence, device: torch.device,
         counter = DispatchCounter(stacks=stacks, device=device)
         for batch in moved:
             counter.mark_host(host_tensors(batch, trainer))
-        with cuda_sync_count(device) as cuda_syncs, counter:
+        with cuda_sync_count(device) as cuda_syncs, counter, \
+                between_forward_and_backward(trainer, device) as between:
             for i, batch in enumerate(moved):
                 trainer.train_batch(warmup + i, batch, done)
     n = len(moved)
     out = {'ops_per_step': counter.ops / n, 'syncs_per_step': counter.syncs / n,
-           'sync_reasons': dict(counter.reasons), 'steps': n}
+           'sync_reasons': dict(counter.reasons), 'steps': n,
+           'between_ops_per_step': between.ops / n}
     if stacks:
         out['sync_sites'] = dict(counter.where)
     if cuda_syncs[0] is not None:
@@ -103,7 +152,8 @@ def count_row(cfg, dataset, device: torch.device, steps: int, warmup: int,
     ``train.static_shapes True`` trains."""
     from graphgps_ext.loader.dataloader import graph_loader
     from graphgps_ext.loader.pad import Capacities
-    from graphgps_ext.train.speed import FastPath
+    from graphgps_ext.train.loss import LOSSES
+    from graphgps_ext.train.speed import FastPath, static_net
     torch.manual_seed(seed)
     model = build_model(cfg, device)
     capacities = (Capacities.from_dataset(dataset, int(cfg.train.batch_size))
@@ -112,7 +162,10 @@ def count_row(cfg, dataset, device: torch.device, steps: int, warmup: int,
                           batch_size=cfg.train.batch_size, shuffle=True,
                           generator=torch.Generator().manual_seed(seed),
                           capacities=capacities)
-    fast_path = FastPath(capacities, model) if padded else None
+    fast_path = None
+    if padded:
+        net, inside = static_net(model, LOSSES['l1'], cfg, device.type)
+        fast_path = FastPath(capacities, net, loss_inside=inside)
     trainer = make_trainer(cfg, model, loader, device, fast_path)
     batches = list(loader)[:steps + warmup]
     return count_steps(trainer, batches, device, warmup, stacks)
@@ -144,8 +197,11 @@ def run(device: torch.device, rows: Optional[Sequence[str]] = None,
         log(f'  [steps] {name:24s} {res["ops_per_step"]:8.1f} ops '
             f'{res["syncs_per_step"]:5.1f} syncs per step unpadded, '
             f'{res["static_ops_per_step"]:8.1f} ops '
-            f'{res["static_syncs_per_step"]:5.1f} syncs static shapes '
-            f'{res["sync_reasons"] or ""}{res["static_sync_reasons"] or ""}')
+            f'{res["static_syncs_per_step"]:5.1f} syncs static shapes, '
+            f'{res["between_ops_per_step"]:g} / '
+            f'{res["static_between_ops_per_step"]:g} ops between forward and '
+            f'backward {res["sync_reasons"] or ""}'
+            f'{res["static_sync_reasons"] or ""}')
     return {'rows': out_rows, 'markdown': markdown(out_rows),
             'settings': {'steps': steps, 'warmup': warmup,
                          'batch_size': first.train.batch_size,
@@ -156,6 +212,7 @@ def markdown(rows: List[dict]) -> str:
     cuda = any('cuda_syncs_per_step' in r for r in rows)
     headers = ['model', 'ops / step', 'host syncs / step',
                'ops / step, static shapes', 'host syncs / step, static shapes',
+               'ops between forward and backward (unpadded; static shapes)',
                'synchronising operators (unpadded; static shapes)']
     if cuda:
         headers.append('CUDA syncs / step (driver; unpadded, static shapes)')
@@ -166,7 +223,9 @@ def markdown(rows: List[dict]) -> str:
             for k, v in sorted(r[p + 'sync_reasons'].items())) or '–'
             for p in PATHS)
         line = [r['model'], r['ops_per_step'], r['syncs_per_step'],
-                r['static_ops_per_step'], r['static_syncs_per_step'], reasons]
+                r['static_ops_per_step'], r['static_syncs_per_step'],
+                f"{r['between_ops_per_step']:g}; "
+                f"{r['static_between_ops_per_step']:g}", reasons]
         if cuda:
             line.append(f'{r.get("cuda_syncs_per_step")}, '
                         f'{r.get("static_cuda_syncs_per_step")}')

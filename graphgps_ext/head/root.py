@@ -49,7 +49,7 @@ class RootNodeHead(nn.Module):
         root = mask.nonzero().view(-1)  # ascending node ids -> graph order
         graph = ctx.batch[root]
         # A static-shape batch's padding graphs have no root: the real
-        # graphs come first, the padding rows are zeros (cut before the loss).
+        # graphs come first, the padding rows are zeros (masked out of the loss).
         real = (ctx.num_graphs if ctx.graph_mask is None
                 else getattr(batch, 'real_graphs', ctx.num_graphs))
         if root.numel() != real or not torch.equal(

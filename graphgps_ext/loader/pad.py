@@ -29,10 +29,12 @@ a *capacity* :math:`(N_c, E_c, G_c)` taken from a few buckets:
   batch reads the masks ``node_mask`` ``[N_c]``, ``edge_mask`` ``[E_c]``,
   ``graph_mask`` ``[G_c]`` (``True`` at real rows) the batch carries: batch
   norm statistics (:class:`~graphgps_ext.layer.norm.MaskedBatchNorm1d`) and
-  the batch-wide softmax of GEANet. The real rows come first, so the loss
-  and the metrics use the first ``real_graphs`` graph rows or ``real_nodes``
-  node rows of the head's output (:func:`trim`), counts the collater knows
-  on the CPU.
+  the batch-wide softmax of GEANet. The real rows come first, so the
+  metrics use the first ``real_graphs`` graph rows or ``real_nodes`` node
+  rows of the head's output (:func:`trim`), counts the collater knows on
+  the CPU, and the loss reads the whole padded output with the mask of its
+  rows (:func:`row_mask`), so that it can be part of a compiled forward
+  pass.
 
 Which attributes are node-, edge- or graph-level is read from the batch's
 slices: those with the node offsets (``ptr``), those with the offsets of
@@ -279,6 +281,19 @@ def real_rows(batch, level: Optional[str]) -> Optional[int]:
     if level is None or getattr(batch, 'real_graphs', None) is None:
         return None
     return {'graph': batch.real_graphs, 'node': batch.real_nodes}[level]
+
+
+def row_mask(batch, level: Optional[str]) -> Optional[Tensor]:
+    """The mask of the real rows of a ``level`` (``'graph'``, ``'node'``)
+    output of ``batch`` (``graph_mask`` or ``node_mask``, on the device), for
+    a loss computed on the padded output
+    (:mod:`graphgps_ext.train.loss`); ``None`` for an unpadded batch and for
+    ``'pairs'`` outputs (they index real rows only). Only the masks are
+    read, not the real counts: under :func:`torch.compile` a Python count
+    would be specialised on, a recompilation for every new count."""
+    if level not in ('graph', 'node'):
+        return None
+    return getattr(batch, 'graph_mask' if level == 'graph' else 'node_mask', None)
 
 
 def trim(pred, true, batch, level: Optional[str]):

@@ -64,6 +64,12 @@ backward pass too (clipping and the optimiser step,
 :class:`~graphgps_ext.train.speed.Update`); ``train.amp bf16`` runs the forward pass under bfloat16
 autocast, in training and evaluation, and computes the loss in float32;
 ``optim.fused`` builds a fused Adam/AdamW and clips with ``foreach``.
+With static-shape batches (``train.static_shapes``) the loss is computed
+inside the forward pass, on the padded output with the mask of the real
+rows (:class:`~graphgps_ext.train.speed.ForwardLoss`): compiled, a
+training step is the compiled forward pass and loss, its compiled
+backward and the compiled update, with no operator between the forward
+and the backward pass; the rows for the metrics are cut after the step.
 """
 import math
 import sys
@@ -107,13 +113,6 @@ def concat(tensors: Sequence[Tensor]) -> Tensor:
             padded.append(out)
         tensors = padded
     return torch.cat(tensors, dim=0)
-
-
-def _float32(pred):
-    """``pred`` in float32 when autocast made it a half-precision float."""
-    if isinstance(pred, Tensor) and pred.dtype in (torch.bfloat16, torch.float16):
-        return pred.float()
-    return pred
 
 
 def _count(pred: Tensor, true: Optional[Tensor]) -> int:
@@ -231,9 +230,11 @@ class Trainer:
         callbacks: ``fn(trainer, epoch, records)`` called after each epoch's
             checkpoint.
         fast_path: the :class:`~graphgps_ext.train.speed.FastPath` chosen
-            for the run (its ``net`` runs the forward passes; padded batches
-            are cut to their real rows before the loss); ``None``: forward
-            passes as ``train.compile`` says.
+            for the run (its ``net`` runs the forward passes; on padded
+            batches, with ``loss_inside``, the loss too: a
+            :class:`~graphgps_ext.train.speed.ForwardLoss`; otherwise padded
+            outputs are cut to their real rows before the loss); ``None``:
+            forward passes as ``train.compile`` says.
     """
 
     def __init__(self, cfg, model: nn.Module, loaders: Dict[str, Any],
@@ -263,6 +264,11 @@ class Trainer:
             self.train_net = fast_path.net
         else:
             self.train_net = speed.compile_model(model, cfg)
+        # The loss computed inside the forward pass (speed.ForwardLoss).
+        self.loss_inside = fast_path is not None and fast_path.loss_inside
+        if self.loss_inside and self.module is not model:
+            raise ValueError('the loss inside the forward pass (static '
+                             'shapes) needs a single process')
         self.eval_net = (self.train_net if self.module is model
                          else speed.compile_model(self.module, cfg))
         # train.compile_step: the update (clipping, optimiser step) compiled
@@ -454,17 +460,40 @@ class Trainer:
 
     def _forward(self, net, batch):
         """``(pred, true, loss)`` of ``batch`` (loss in float32 under
-        ``train.amp``)."""
+        ``train.amp``). With the loss inside the forward pass
+        (``loss_inside``), the outputs of ``net`` as they are: ``pred`` and
+        ``true`` padded, and (under CUDA graph replays) in the replay's
+        memory; :meth:`_kept` cuts and copies them after the backward pass,
+        so that nothing runs between the compiled forward and backward
+        passes. Otherwise ``pred`` and ``true`` cut to the real rows and the
+        loss computed here."""
         graphs = self.graphs_replayed and net is not self.model
         if graphs:  # a new step: earlier replays' outputs may be reused
             torch.compiler.cudagraph_mark_step_begin()
+        if self.loss_inside:
+            return net(batch)
         with speed.autocast(self.cfg, self.device.type):
             pred, true = net(batch)
         if graphs:  # kept past the next replay (PassStats): own memory
             pred = pred.clone()
             true = true.clone() if isinstance(true, Tensor) else true
-        pred, true = trim(_float32(pred), true, batch, self.output_rows)
+        pred, true = trim(speed.as_float32(pred), true, batch, self.output_rows)
         return pred, true, self.loss_fn(pred, true)
+
+    def _kept(self, pred, true, loss: Tensor, batch):
+        """What a pass keeps of a step whose loss was computed inside the
+        forward pass: ``pred`` and ``true`` cut to the real rows (a view by
+        counts known on the CPU) and, when the graphs are replayed as CUDA
+        graphs, the three copied out of the replay's memory (the next
+        replay overwrites it). Unchanged on the other paths
+        (:meth:`_forward` did both)."""
+        if not self.loss_inside:
+            return pred, true, loss
+        pred, true = trim(pred, true, batch, self.output_rows)
+        if self.graphs_replayed:
+            pred, loss = pred.clone(), loss.clone()
+            true = true.clone() if isinstance(true, Tensor) else true
+        return pred, true, loss
 
     def _train_pass(self, split: str, epoch: int) -> PassStats:
         sampler = getattr(self.loaders[split], 'sampler', None)
@@ -507,6 +536,7 @@ class Trainer:
                 done.skipped += 1
                 return
         self._step(loss)
+        pred, true, loss = self._kept(pred, true, loss, batch)
         done.add(i, loss, pred, true, batch, self.metric_inputs)
 
     def _agree(self, bad: bool, single: bool):
@@ -534,7 +564,8 @@ class Trainer:
         with torch.inference_mode():
             for i, batch in enumerate(self._batches(split, epoch)):
                 batch = batch.to(self.device, non_blocking=True)
-                pred, true, loss = self._forward(self.eval_net, batch)
+                pred, true, loss = self._kept(
+                    *self._forward(self.eval_net, batch), batch)
                 done.add(i, loss, pred, true, batch, self.metric_inputs)
         bad = done.finish().bad is not None
         if dist.any_true(bad) if self.world_size > 1 else bad:

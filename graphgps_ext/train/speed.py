@@ -11,6 +11,9 @@ from dataclasses import dataclass
 from typing import Any, Optional
 
 import torch
+from torch import nn
+
+from graphgps_ext.loader.pad import row_mask, trim
 
 
 def autocast(cfg, device_type: str):
@@ -177,6 +180,74 @@ def capacity_static(model) -> bool:
     return all(getattr(m, 'static_shape', True) for m in model.modules())
 
 
+def as_float32(pred):
+    """``pred`` in float32 when autocast made it a half-precision float."""
+    if isinstance(pred, torch.Tensor) and pred.dtype in (torch.bfloat16,
+                                                         torch.float16):
+        return pred.float()
+    return pred
+
+
+class ForwardLoss(nn.Module):
+    r"""The forward pass of ``model`` and its loss as one module, for
+    static-shape batches: ``batch -> (pred, true, loss)``.
+
+    The loss is computed on the whole padded output with the mask of the
+    head's real rows (:func:`graphgps_ext.loader.pad.row_mask`, the
+    ``mask`` argument of :mod:`graphgps_ext.train.loss`): no slice by the
+    batch's real count, whose Python value a compiled graph would
+    specialise on. Compiled (:func:`compile_model`), the loss is part of
+    the forward graph, so that AOT autograd's backward graph covers it too:
+    a training step is the compiled forward and loss, its compiled
+    backward and the compiled update (:class:`Update`), with no eager
+    operator between the forward and the backward pass. ``pred`` and
+    ``true`` are returned padded; the training loop cuts them to the real
+    rows for the metrics (a view, after the backward pass). Under
+    ``train.amp bf16`` the forward pass runs under autocast and the loss
+    in float32, as on the eager path.
+
+    Args:
+        model: returns ``(pred, true)`` for a batch (its ``head`` declares
+            ``output_rows``).
+        loss_fn: a loss that takes the row mask (``fn(pred, true, mask)``).
+        amp: ``train.amp`` is ``bf16``.
+        device_type: where autocast applies (``'cpu'``, ``'cuda'``).
+    """
+
+    def __init__(self, model: nn.Module, loss_fn, amp: bool = False,
+                 device_type: str = 'cpu'):
+        super().__init__()
+        self.model = model
+        self.loss_fn = loss_fn
+        self.rows = getattr(getattr(model, 'head', None), 'output_rows', None)
+        self.amp = bool(amp)
+        self.device_type = device_type
+
+    def forward(self, batch):
+        if self.amp:
+            with torch.autocast(device_type=self.device_type,
+                                dtype=torch.bfloat16):
+                pred, true = self.model(batch)
+        else:
+            pred, true = self.model(batch)
+        pred = as_float32(pred)
+        return pred, true, self.loss_fn(pred, true,
+                                        mask=row_mask(batch, self.rows))
+
+
+def static_net(model, loss_fn, cfg, device_type: str):
+    """``(net, loss_inside)``: the module a static-shape run's forward
+    passes go through. With a loss that takes the row mask
+    (:func:`~graphgps_ext.train.loss.takes_mask`) it is
+    :class:`ForwardLoss` (``loss_inside``), else ``model``; compiled under
+    ``train.compile`` (:func:`compile_model`)."""
+    from graphgps_ext.train.loss import takes_mask
+    inside = takes_mask(loss_fn)
+    net = (ForwardLoss(model, loss_fn, cfg.train.amp != 'none', device_type)
+           if inside else model)
+    return compile_model(net, cfg, static=True), inside
+
+
 @dataclass
 class FastPath:
     """What :func:`choose_fast_path` decided.
@@ -188,30 +259,31 @@ class FastPath:
         reason: why the fast path was turned off (``None``: it was not).
         compile_step: whether the update (clipping, optimiser step) is
             compiled too (``train.compile_step``, :class:`Update`).
+        loss_inside: ``net`` is a :class:`ForwardLoss`: it returns
+            ``(pred, true, loss)`` with the loss on the padded output.
     """
     capacities: Optional[Any]
     net: Any
     reason: Optional[str] = None
     compile_step: bool = False
+    loss_inside: bool = False
 
 
 #: Relative tolerance of the self-check's loss (float32; bf16 autocast).
 CHECK_RTOL = {'none': 1e-3, 'bf16': 3e-2}
 
 
-def _loss(net, batch, loss_fn, rows, cfg, device_type):
-    from graphgps_ext.loader.pad import trim
+def _loss(net, batch, loss_fn, rows, cfg, device_type, loss_inside=False):
+    if loss_inside:  # a ForwardLoss: the masked loss on the padded output
+        return net(batch)[2]
     with autocast(cfg, device_type):
         pred, true = net(batch)
-    if isinstance(pred, torch.Tensor) and pred.dtype in (torch.bfloat16,
-                                                         torch.float16):
-        pred = pred.float()
-    pred, true = trim(pred, true, batch, rows)
+    pred, true = trim(as_float32(pred), true, batch, rows)
     return loss_fn(pred, true)
 
 
 def self_check(module, net, plain, padded, loss_fn, cfg,
-               device_type: str) -> Optional[str]:
+               device_type: str, loss_inside: bool = False) -> Optional[str]:
     """Compare the fast path with the eager path on one batch: ``None`` when
     they agree, else why not.
 
@@ -219,8 +291,10 @@ def self_check(module, net, plain, padded, loss_fn, cfg,
     the eager ``module``'s on the unpadded one (relative tolerance
     :data:`CHECK_RTOL`); then one training-mode forward and backward pass of
     ``net`` (the compilation or capture of the training step) must give a
-    finite loss. Parameters, buffers, gradients, the mode and the random
-    number generators are restored afterwards."""
+    finite loss. ``loss_inside``: ``net`` is a :class:`ForwardLoss` (its
+    loss, computed inside the compiled forward pass on the padded output,
+    is the one compared). Parameters, buffers, gradients, the mode and the
+    random number generators are restored afterwards."""
     rows = getattr(getattr(module, 'head', None), 'output_rows', None)
     state = {k: v.detach().clone() for k, v in module.state_dict().items()}
     was_training = module.training
@@ -230,9 +304,11 @@ def self_check(module, net, plain, padded, loss_fn, cfg,
             module.eval()
             with torch.inference_mode():
                 ref = float(_loss(module, plain, loss_fn, rows, cfg, device_type))
-                got = float(_loss(net, padded, loss_fn, rows, cfg, device_type))
+                got = float(_loss(net, padded, loss_fn, rows, cfg, device_type,
+                                  loss_inside))
             module.train()
-            loss = _loss(net, padded, loss_fn, rows, cfg, device_type)
+            loss = _loss(net, padded, loss_fn, rows, cfg, device_type,
+                         loss_inside)
             loss.backward()
             trained = float(loss.detach())
     except Exception as e:  # compilation, capture or kernel failure
@@ -287,11 +363,14 @@ def choose_fast_path(cfg, model, train_dataset, device, loss_fn,
                                  for c in capacities.buckets)
                      + '; dense attention layout [graphs, '
                      f'{capacities.buckets[-1].graph_nodes}]')
-    net = compile_model(model, cfg, static=static)
+    if static:  # the loss inside the (compiled) forward pass
+        net, inside = static_net(model, loss_fn, cfg, device_type)
+    else:
+        net, inside = compile_model(model, cfg), False
     step = compile_step_wanted(cfg, static) and world_size == 1
     fast = static or bool(cfg.train.compile)
     if not (fast and _auto(cfg.train.fast_path_check, device_type)):
-        return FastPath(capacities, net, compile_step=step)
+        return FastPath(capacities, net, compile_step=step, loss_inside=inside)
     from torch_geometric.data import Batch
     n = min(int(cfg.train.batch_size), len(train_dataset))
     graphs = [train_dataset[i] for i in range(n)]
@@ -300,15 +379,17 @@ def choose_fast_path(cfg, model, train_dataset, device, loss_fn,
     if capacities is not None:
         padded = pad_batch(padded, capacities)
     reason = self_check(module, net, plain, padded.to(device), loss_fn, cfg,
-                        device_type)
+                        device_type, inside)
     if reason is None:
         if log is not None:
             log.info('fast path checked on one batch: '
                      + ', '.join(p for p, on in (('static shapes', static),
                                                  ('compile', cfg.train.compile),
+                                                 ('loss in the forward pass',
+                                                  inside),
                                                  ('compiled update', step))
                                  if on))
-        return FastPath(capacities, net, compile_step=step)
+        return FastPath(capacities, net, compile_step=step, loss_inside=inside)
     message = f'fast path off, training eagerly: {reason}'
     if log is not None:
         log.warning(message)

@@ -20,11 +20,18 @@ def test_no_host_sync_in_a_training_step_of_any_layer_family():
         assert r['syncs_per_step'] == 0, (r['key'], r['sync_reasons'])
         assert r['ops_per_step'] > 100
         # The static-shape path (train.static_shapes True): padded batches,
-        # masked batch norms, the padding rows cut before the loss.
+        # masked batch norms, the loss inside the forward pass on the
+        # padded output with the row mask.
         assert r['static_syncs_per_step'] == 0, (r['key'],
                                                  r['static_sync_reasons'])
         assert r['static_ops_per_step'] > 100
+        # Between the forward and the backward pass: the L1 loss on the
+        # unpadded path, nothing on the static-shape path.
+        assert r['between_ops_per_step'] >= 10
+        assert r['static_between_ops_per_step'] == 0
     assert '| host syncs / step, static shapes |' in res['markdown']
+    assert '| ops between forward and backward (unpadded; static shapes) |' \
+        in res['markdown']
 
 
 def padded_trainer(row: str, opts=SMALL, graphs: int = 18):
@@ -33,15 +40,17 @@ def padded_trainer(row: str, opts=SMALL, graphs: int = 18):
     from graphgps_ext.bench.models import build_model
     from graphgps_ext.loader.dataloader import graph_loader
     from graphgps_ext.loader.pad import Capacities
-    from graphgps_ext.train.speed import FastPath
+    from graphgps_ext.train.loss import LOSSES
+    from graphgps_ext.train.speed import FastPath, static_net
     cfg = row_cfg(PAPER_ZINC_ROWS[row], opts)
     dataset, _ = make_dataset(cfg, graphs, 0)
     caps = Capacities.from_dataset(dataset, cfg.train.batch_size)
     loader = graph_loader(dataset, batch_size=cfg.train.batch_size,
                           capacities=caps)
     model = build_model(cfg, torch.device('cpu'))
+    net, inside = static_net(model, LOSSES['l1'], cfg, 'cpu')
     trainer = steps.make_trainer(cfg, model, loader, torch.device('cpu'),
-                                 FastPath(caps, model))
+                                 FastPath(caps, net, loss_inside=inside))
     return trainer, list(loader), caps
 
 
@@ -111,6 +120,7 @@ def test_steps_suite_writes_its_figures(tmp_path):
     assert rows[0]['syncs_per_step'] == 0 and rows[0]['ops_per_step'] > 0
     assert rows[0]['static_syncs_per_step'] == 0
     assert rows[0]['static_ops_per_step'] > 0
+    assert rows[0]['static_between_ops_per_step'] == 0
 
 
 def test_virtual_node_readout_is_sync_free_too():

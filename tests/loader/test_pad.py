@@ -2,7 +2,11 @@
 
 For every branch type, encoder and head, a model in float64 and training mode
 gives on a padded batch the same loss, the same gradient of every parameter
-and the same batch norm running statistics as on the unpadded batch.
+and the same batch norm running statistics as on the unpadded batch. The
+loss is the training loop's: on the padded batch computed inside the forward
+pass on the padded output with the mask of the head's real rows
+(:class:`~graphgps_ext.train.speed.ForwardLoss`), on the unpadded one as the
+eager path computes it.
 Dropout is off: a padded tensor draws more random numbers, so its masks
 (same distribution) are not the unpadded batch's.
 """
@@ -15,10 +19,12 @@ from torch_geometric.utils import to_undirected
 
 from graphgps_ext.layer.norm import MaskedBatchNorm1d
 from graphgps_ext.loader.pad import (Capacities, Capacity, PadCollater,
-                                     graph_sizes, pad_batch, trim)
+                                     graph_sizes, pad_batch, row_mask, trim)
 from graphgps_ext.network import GPSModel
 from graphgps_ext.run_config import load_cfg
 from graphgps_ext.task import TaskInfo
+from graphgps_ext.train.loss import LOSSES
+from graphgps_ext.train.speed import ForwardLoss
 from graphgps_ext.transform.precompute import EncodedList, precompute_encodings
 
 GRAPH_TASK = TaskInfo(name='zinc-like', task='graph', task_type='regression',
@@ -124,12 +130,9 @@ def run(model, batch, task):
     """Loss, gradients and buffers after one training-mode pass."""
     model.train()
     model.zero_grad()
-    pred, true = model(batch)
-    pred, true = trim(pred, true, batch, model.head.output_rows)
-    if task.task == 'node':
-        loss = torch.nn.functional.cross_entropy(pred, true)
-    else:
-        loss = (pred - true).abs().mean()
+    # the task's loss (l1, cross-entropy) on the head's output: masked on a
+    # padded batch, on every row of an unpadded one
+    _, _, loss = ForwardLoss(model, LOSSES[task.loss])(batch)
     loss.backward()
     grads = {n: p.grad.clone() for n, p in model.named_parameters()
              if p.grad is not None}
@@ -344,6 +347,8 @@ def test_link_head(mode, width):
     out = head(plain.x, plain, GraphContext.from_batch(plain))
     out_p = head(padded.x, padded, GraphContext.from_batch(padded))
     out_p = trim(*out_p, padded, head.output_rows)
+    # labelled pairs index real nodes only: the loss needs no row mask
+    assert row_mask(padded, head.output_rows) is None
     if mode == 'query_ce':
         # candidate columns up to the layout's n_max, which the padding graph
         # (or the capacity's width) may widen: the extra columns hold the

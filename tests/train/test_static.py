@@ -137,9 +137,12 @@ def test_failed_check_falls_back_to_eager_with_one_warning(
 def test_check_catches_a_fast_path_with_another_loss(molecule_run, tmp_path,
                                                      monkeypatch):
     def wrong(model, cfg, static=False):
+        # the static path's net computes the loss inside (ForwardLoss)
+        assert isinstance(model, speed.ForwardLoss)
+
         def net(batch):
-            pred, true = model(batch)
-            return pred + 1.0, true
+            pred, true, loss = model(batch)
+            return pred, true, loss + 1.0
         return net
 
     monkeypatch.setattr(speed, 'compile_model', wrong)
@@ -236,17 +239,24 @@ def test_attention_models_compile_static():
     assert speed.capacity_static(model)
 
 
-def _step_run(cfg_opts, compiled: bool, steps: int = 8):
+def _step_run(cfg_opts, compiled: bool, steps: int = 8, inside: bool = True,
+              between=None):
     """``steps`` training steps of a tiny model through the trainer on
     static-shape batches; ``compiled``: the forward pass and the update
-    compiled (``aot_eager``). Returns (losses, parameters, trainer, number
-    of capacities used)."""
+    compiled (``aot_eager``); ``inside``: the loss inside the forward pass
+    (:class:`~graphgps_ext.train.speed.ForwardLoss`, as a static-shape run
+    has it), else cut rows and the loss after it; ``between``: a list that
+    gets the operators dispatched between the forward and the backward pass
+    of every step after the first two. Returns (losses, parameters,
+    trainer, number of capacities used)."""
     from torch_geometric.data import Batch
 
-    from graphgps_ext.bench.steps import make_trainer
+    from graphgps_ext.bench.steps import (between_forward_and_backward,
+                                          make_trainer)
     from graphgps_ext.loader.pad import pad_batch
     from graphgps_ext.network import GPSModel
     from graphgps_ext.train.loop import PassStats
+    from graphgps_ext.train.loss import LOSSES
     cfg = load_cfg(None, ['gt.layer_type', 'GINE+None+GEANet', 'gt.layers', '1',
                           'gt.dim_hidden', '8', 'train.static_shapes', 'True',
                           'train.compile', str(compiled),
@@ -265,7 +275,11 @@ def _step_run(cfg_opts, compiled: bool, steps: int = 8):
         g.y = g.y.double()
     caps = Capacities.from_sizes([g.num_nodes for g in graphs],
                                  [g.num_edges for g in graphs], batch_size=4)
-    fast = speed.FastPath(caps, speed.compile_model(model, cfg, static=True),
+    if inside:
+        net, _ = speed.static_net(model, LOSSES['l1'], cfg, 'cpu')
+    else:
+        net = speed.compile_model(model, cfg, static=True)
+    fast = speed.FastPath(caps, net, loss_inside=inside,
                           compile_step=speed.compile_step_wanted(cfg, True))
     trainer = make_trainer(cfg, model, [], torch.device('cpu'), fast_path=fast)
     trainer.model.train()
@@ -279,7 +293,13 @@ def _step_run(cfg_opts, compiled: bool, steps: int = 8):
                 graphs[2 * step:2 * step + 4] if step % 3 else graphs[step:step + 3]),
                 caps)
             seen.add(batch.num_nodes)
-            trainer.train_batch(step, batch, done)
+            if between is not None and step >= 2:  # after the compilations
+                with between_forward_and_backward(
+                        trainer, torch.device('cpu')) as counter:
+                    trainer.train_batch(step, batch, done)
+                between.append(counter.ops)
+            else:
+                trainer.train_batch(step, batch, done)
     losses = torch.stack([l.reshape(()) for l in done.losses])
     params = torch.cat([p.detach().reshape(-1) for p in model.parameters()])
     return losses, params, trainer, len(seen)
@@ -293,12 +313,23 @@ def test_compiled_whole_step_trains_as_the_eager_step(monkeypatch):
     learning rate changes)."""
     from torch._dynamo.utils import counters
     monkeypatch.setattr(speed, 'BACKEND', 'aot_eager')
-    ref_losses, ref_params, eager, _ = _step_run([], compiled=False)
+    # the reference: the eager step, the padding rows cut before the loss
+    ref_losses, ref_params, eager, _ = _step_run([], compiled=False,
+                                                 inside=False)
     assert eager.update.compiled is None
     torch._dynamo.reset()
     counters.clear()
-    losses, params, trainer, n_caps = _step_run([], compiled=True)
+    between = []
+    losses, params, trainer, n_caps = _step_run([], compiled=True,
+                                                between=between)
     assert trainer.update.compiled is not None and trainer.update.reason is None
+    assert trainer.loss_inside
+    # compiled forward and loss, then its compiled backward: no eager
+    # operator between them
+    assert between == [0] * 6
+    # (The update has its graph breaks: the optimiser step splits around
+    # its grad mode. The forward pass and loss have none:
+    # test_compiled_forward_and_loss_equal_the_eager_step.)
     assert n_caps >= 2
     torch.testing.assert_close(losses, ref_losses, rtol=1e-5, atol=1e-5)
     torch.testing.assert_close(params, ref_params, rtol=1e-5, atol=1e-5)
@@ -352,3 +383,192 @@ def test_failed_compiled_update_falls_back_to_eager_with_one_warning(
     assert 'CUDA graph capture failed' in trainer.update.reason
     torch.testing.assert_close(losses, ref_losses, rtol=1e-5, atol=1e-5)
     torch.testing.assert_close(params, ref_params, rtol=1e-5, atol=1e-5)
+
+
+def test_loss_outside_the_forward_pass_runs_operators_between():
+    """The count can fail: with the rows cut and the loss computed after
+    the compiled forward pass (a loss without the row mask), the step runs
+    eager operators between the forward and the backward pass."""
+    from graphgps_ext.train.loss import LOSSES
+    between = []
+    _step_run([], compiled=False, steps=4, inside=False, between=between)
+    # 2 slices and the L1 loss's operators
+    assert len(between) == 2 and between[0] == between[1] >= 10
+    inside = []
+    _step_run([], compiled=False, steps=4, between=inside)
+    assert inside == [0, 0]
+    # a loss that takes no row mask keeps the cut rows and the loss outside
+    cfg = molecule_cfg('/nonexistent', 'train.static_shapes', 'True')
+    from graphgps_ext.network import GPSModel
+    model = GPSModel(cfg, GRAPH_TASK)
+    net, loss_inside = speed.static_net(
+        model, lambda pred, true: LOSSES['l1'](pred, true), cfg, 'cpu')
+    assert net is model and not loss_inside
+
+
+#: The compiled forward pass and loss: message passing with GEANet, a dense
+#: attention branch with GEANet, and CSA.
+STEP_FAMILIES = {'GINE+None+GEANet': GEA,
+                 'GatedGCN+Transformer+GEANet': GEA + HEADS,
+                 'None+CSA+None': HEADS}
+
+
+@pytest.mark.parametrize('layer_type', list(STEP_FAMILIES))
+def test_compiled_forward_and_loss_equal_the_eager_step(layer_type,
+                                                        monkeypatch):
+    """Static shapes under ``train.compile`` (``aot_eager``: dynamo and AOT
+    autograd, as on a GPU, without code generation): the forward pass and
+    the masked loss compiled as one graph per capacity give, in float64,
+    the eager unpadded step's loss and gradients; no recompilation, no
+    graph break."""
+    from torch._dynamo.utils import counters
+    from torch_geometric.data import Batch
+
+    from graphgps_ext.loader.pad import pad_batch
+    from graphgps_ext.network import GPSModel
+    from graphgps_ext.train.loss import LOSSES
+    monkeypatch.setattr(speed, 'BACKEND', 'aot_eager')
+    cfg = load_cfg(None, ['gt.layer_type', layer_type, 'gt.layers', '1',
+                          'gt.dim_hidden', '8', 'train.static_shapes', 'True',
+                          'train.compile', 'True'] + STEP_FAMILIES[layer_type])
+    cfg.defrost()
+    cfg.gt.dropout = cfg.gt.attn_dropout = 0.0
+    torch.manual_seed(0)
+    model = GPSModel(cfg, GRAPH_TASK).double()
+    model.train()
+    graphs = [molecule(5 + (7 * i) % 13, i) for i in range(24)]
+    caps = Capacities.from_sizes([g.num_nodes for g in graphs],
+                                 [g.num_edges for g in graphs], batch_size=4)
+    net, inside = speed.static_net(model, LOSSES['l1'], cfg, 'cpu')
+    assert inside and isinstance(net._orig_mod, speed.ForwardLoss)
+    torch._dynamo.reset()
+    counters.clear()
+    seen = set()
+    for step in range(8):
+        items = graphs[2 * step:2 * step + 4] if step % 3 else graphs[step:step + 3]
+        plain = Batch.from_data_list(items)
+        padded = pad_batch(Batch.from_data_list(items), caps)
+        seen.add(padded.num_nodes)
+        model.zero_grad(set_to_none=True)
+        ref = LOSSES['l1'](*model(plain))  # the eager unpadded step
+        ref.backward()
+        ref_grads = {n: p.grad.clone() for n, p in model.named_parameters()
+                     if p.grad is not None}
+        model.zero_grad(set_to_none=True)
+        pred, true, loss = net(padded)
+        loss.backward()
+        assert pred.size(0) == padded.num_graphs  # padded outputs returned
+        torch.testing.assert_close(loss, ref, rtol=1e-10, atol=1e-12)
+        grads = {n: p.grad for n, p in model.named_parameters()
+                 if p.grad is not None}
+        assert grads.keys() == ref_grads.keys()
+        for name, g in grads.items():
+            torch.testing.assert_close(g, ref_grads[name], rtol=1e-9,
+                                       atol=1e-11, msg=name)
+    assert len(seen) >= 2
+    # One graph per capacity: a recompilation (e.g. a guard on a batch's
+    # real count) would compile one more frame. (Dynamo counts frames, not
+    # recompilations: counters['recompiles'] stays empty either way.)
+    assert counters['stats']['unique_graphs'] == len(seen)
+    assert counters['frames']['total'] == counters['frames']['ok'] == len(seen)
+    assert not counters['graph_break']
+
+
+def _static_trainer(*opts):
+    """A tiny GINE+GEANet model (batch norms) and its trainer on the
+    static-shape path, the loss inside the (eager) forward pass."""
+    from graphgps_ext.bench.steps import make_trainer
+    from graphgps_ext.network import GPSModel
+    from graphgps_ext.train.loss import LOSSES
+    cfg = load_cfg(None, ['gt.layer_type', 'GINE+None+GEANet', 'gt.layers', '1',
+                          'gt.dim_hidden', '8', 'train.static_shapes', 'True']
+                   + GEA + list(opts))
+    cfg.defrost()
+    cfg.gt.dropout = cfg.gt.attn_dropout = 0.0
+    torch.manual_seed(0)
+    model = GPSModel(cfg, GRAPH_TASK)
+    graphs = [molecule(5 + (7 * i) % 13, i) for i in range(12)]
+    for g in graphs:
+        g.y = g.y.float()
+    caps = Capacities.from_sizes([g.num_nodes for g in graphs],
+                                 [g.num_edges for g in graphs], batch_size=4)
+    net, inside = speed.static_net(model, LOSSES['l1'], cfg, 'cpu')
+    trainer = make_trainer(cfg, model, [], torch.device('cpu'),
+                           fast_path=speed.FastPath(caps, net, loss_inside=inside))
+    return trainer, graphs, caps
+
+
+def test_single_node_batch_is_checked_and_skipped_with_the_loss_inside():
+    from torch_geometric.data import Batch
+
+    from graphgps_ext.loader.pad import pad_batch
+    from graphgps_ext.train.loop import PassStats
+    trainer, graphs, caps = _static_trainer()
+    assert trainer.loss_inside and trainer.needs_two_nodes
+    from torch_geometric.data import Data
+
+    def graph(n):
+        return Data(x=torch.full((n, 1), 3), edge_index=torch.zeros(
+            2, 0, dtype=torch.long), edge_attr=torch.zeros(0, dtype=torch.long),
+            y=torch.ones(1, 1))
+    # One node in all (with an empty graph beside it: a batch of single-node
+    # graphs only has node and graph slices alike, which pad_batch cannot
+    # tell apart)
+    lone = [graph(1), graph(0)]
+    done = PassStats()
+    before = [p.detach().clone() for p in trainer.model.parameters()]
+    trainer.model.train()
+    with torch.enable_grad():
+        trainer.train_batch(0, pad_batch(Batch.from_data_list(lone), caps), done)
+    assert done.skipped == 1 and not done.losses  # checked, then skipped
+    assert all(torch.equal(a, p) for a, p in
+               zip(before, trainer.model.parameters()))
+    with torch.enable_grad():
+        trainer.train_batch(1, pad_batch(Batch.from_data_list(graphs[:4]), caps),
+                            done)
+    # kept: the loss and the real rows of the output (4 graphs, not 5)
+    assert len(done.losses) == 1 and done.counts == [4]
+    assert done.preds[0].size(0) == 4
+
+
+def test_loss_inside_under_bf16_autocast_is_float32_and_matches_the_cut_rows():
+    from torch_geometric.data import Batch
+
+    from graphgps_ext.loader.pad import pad_batch, trim
+    from graphgps_ext.train.loss import LOSSES
+    trainer, graphs, caps = _static_trainer('train.amp', 'bf16')
+    net = trainer.train_net
+    assert isinstance(net, speed.ForwardLoss) and net.amp
+    batch = pad_batch(Batch.from_data_list(graphs[:4]), caps)
+    trainer.model.eval()
+    with torch.no_grad():
+        pred, true, loss = net(batch)
+        with speed.autocast(trainer.cfg, 'cpu'):
+            ref_pred, ref_true = trainer.model(batch)
+    assert pred.dtype == loss.dtype == torch.float32
+    ref = LOSSES['l1'](*trim(ref_pred.float(), ref_true, batch, 'graph'))
+    torch.testing.assert_close(loss, ref, rtol=1e-6, atol=1e-7)
+
+
+def test_check_runs_the_compiled_forward_and_loss(molecule_run, tmp_path,
+                                                  monkeypatch):
+    """Under ``train.compile`` the one-batch check compares the compiled
+    forward pass and masked loss (``aot_eager``) with the eager unpadded
+    loss, and the run gets that step."""
+    import logging
+    monkeypatch.setattr(speed, 'BACKEND', 'aot_eager')
+    records = []
+    log = logging.getLogger('test-fast-path')
+    log.addHandler(logging.Handler())
+    log.handlers[-1].emit = records.append
+    log.setLevel(logging.INFO)
+    torch._dynamo.reset()
+    model, fast = _fast_path(molecule_run, tmp_path, 'train.compile', 'True',
+                             'gt.layers', '1', 'train.fast_path_check', 'True',
+                             log=log)
+    assert fast.reason is None and fast.loss_inside and fast.compile_step
+    assert isinstance(fast.net._orig_mod, speed.ForwardLoss)
+    assert fast.net._orig_mod.model is model
+    messages = [r.getMessage() for r in records]
+    assert any('fast path checked on one batch' in m
+               and 'loss in the forward pass' in m for m in messages), messages
