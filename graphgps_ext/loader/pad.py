@@ -36,15 +36,18 @@ a *capacity* :math:`(N_c, E_c, G_c)` taken from a few buckets:
   rows (:func:`row_mask`), so that it can be part of a compiled forward
   pass.
 
-Which attributes are node-, edge- or graph-level is read from the batch's
-slices: those with the node offsets (``ptr``), those with the offsets of
-``edge_index``, and those with one row per graph. Other attributes
-(labelled pairs ``edge_label*``, any index but ``edge_index``) index real
-nodes only and are left as they are.
+Which attributes are node-, edge- or graph-level is learnt once from the
+training split's graphs (:func:`attribute_levels`): an attribute with one
+row per node, per edge or per graph, graph by graph until each attribute
+has one level (a batch of single-node graphs alone cannot tell a node-level
+from a graph-level attribute). Attributes the split does not have are read
+from the batch's slices in the same way. Other attributes (labelled pairs
+``edge_label*``, any index but ``edge_index``) index real nodes only and
+are left as they are.
 """
 import math
 from dataclasses import dataclass
-from typing import List, Optional, Sequence, Tuple
+from typing import Dict, Iterable, List, Optional, Sequence, Tuple
 
 import torch
 from torch import Tensor
@@ -90,12 +93,17 @@ class Capacities:
 
     Args:
         buckets: the capacities, any order (sorted by nodes, edges).
+        levels: ``key -> 'node' | 'edge' | 'graph'`` of the attributes to
+            pad (:func:`attribute_levels`); keys not given are read from
+            each batch's slices.
     """
 
-    def __init__(self, buckets: Sequence[Capacity]):
+    def __init__(self, buckets: Sequence[Capacity],
+                 levels: Optional[Dict[str, str]] = None):
         if not buckets:
             raise ValueError('static shapes need at least one capacity')
         self.buckets: List[Capacity] = sorted(set(buckets))
+        self.levels: Dict[str, str] = dict(levels or {})
 
     @classmethod
     def from_sizes(cls, nodes: Tensor, edges: Tensor, batch_size: int,
@@ -128,9 +136,12 @@ class Capacities:
 
     @classmethod
     def from_dataset(cls, dataset, batch_size: int) -> 'Capacities':
-        """Buckets from the graph sizes of ``dataset`` (the training split)."""
+        """Buckets from the graph sizes of ``dataset`` (the training split),
+        and the levels of its attributes."""
         nodes, edges = graph_sizes(dataset)
-        return cls.from_sizes(nodes, edges, batch_size)
+        caps = cls.from_sizes(nodes, edges, batch_size)
+        caps.levels = attribute_levels(dataset)
+        return caps
 
     def choose(self, nodes: int, edges: int, graphs: int,
                largest: int = 0) -> Capacity:
@@ -171,36 +182,74 @@ def graph_sizes(dataset) -> Tuple[Tensor, Tensor]:
     return nodes, edges
 
 
-def _levels(batch: Batch) -> dict:
-    """``key -> 'node' | 'edge' | 'graph'`` for the attributes to pad."""
+def _padded(key: str, value) -> bool:
+    """Whether padding extends attribute ``key``: tensors but ``batch`` and
+    ``ptr``; other index attributes than ``edge_index`` (labelled pairs,
+    pair indices) and pair labels point at real nodes and are never
+    padded."""
+    if key in ('batch', 'ptr') or not isinstance(value, Tensor):
+        return False
+    return key == 'edge_index' or not ('index' in key
+                                       or key.startswith('edge_label'))
+
+
+def _choose(key: str, levels: Iterable[str]) -> Optional[str]:
+    """The level of ``key`` among the ``levels`` its row counts allow:
+    ``edge_*`` attributes prefer edges, the others nodes, then edges, then
+    graphs (``None``: no level, not padded)."""
+    order = (('edge', 'node', 'graph') if key.startswith('edge_')
+             else ('node', 'edge', 'graph'))
+    return next((level for level in order if level in levels), None)
+
+
+def attribute_levels(dataset) -> Dict[str, str]:
+    """``key -> 'node' | 'edge' | 'graph'`` of the attributes of
+    ``dataset``'s graphs that padding extends: the levels whose count (the
+    graph's nodes, its edges, 1) equals the attribute's rows, intersected
+    graph by graph until every attribute has one (usually after the first
+    graph); an attribute still ambiguous after every graph (a split of
+    single-node graphs) takes the first of :func:`_choose`'s order."""
+    allowed: Dict[str, set] = {}
+    for data in dataset:
+        counts = (('node', data.num_nodes), ('edge', data.num_edges),
+                  ('graph', 1))
+        for key, value in data.items():
+            if not _padded(key, value):
+                continue
+            dim = data.__cat_dim__(key, value)
+            rows = 1 if dim is None or value.dim() == 0 else value.size(dim)
+            here = {level for level, count in counts if rows == count}
+            allowed[key] = allowed[key] & here if key in allowed else here
+        if all(len(levels) <= 1 for levels in allowed.values()):
+            break
+    return {key: level for key, levels in allowed.items()
+            if (level := _choose(key, levels)) is not None}
+
+
+def _levels(batch: Batch, known: Dict[str, str]) -> dict:
+    """``key -> 'node' | 'edge' | 'graph'`` for the attributes of ``batch``
+    to pad: ``known`` ones as given, the others from the batch's slices."""
     slices = getattr(batch, '_slice_dict', None)
     if not slices or 'edge_index' not in slices:
         raise ValueError('static shapes need a collated batch with slices '
                          '(PyG or the fast collater)')
     B = batch.num_graphs
     node_s = batch.ptr
-    edge_s = slices['edge_index']
-    graph_s = torch.arange(B + 1)
+    per_level = {'node': node_s, 'edge': slices['edge_index'],
+                 'graph': torch.arange(B + 1)}
     out = {}
     for key in batch.keys():
-        if key in ('batch', 'ptr') or key not in slices:
-            continue
-        # Other index attributes (labelled pairs, pair indices) and pair
-        # labels point at real nodes: never padded, whatever their slices.
-        if key != 'edge_index' and ('index' in key or key.startswith('edge_label')):
-            continue
         value = batch[key]
-        if not isinstance(value, Tensor):
+        if key not in slices or not _padded(key, value):
+            continue
+        if key in known:
+            out[key] = known[key]
             continue
         s = slices[key].to(node_s.device)
-        if key.startswith('edge_') and torch.equal(s, edge_s):
-            out[key] = 'edge'
-        elif torch.equal(s, node_s):
-            out[key] = 'node'
-        elif torch.equal(s, edge_s):
-            out[key] = 'edge'
-        elif torch.equal(s, graph_s):
-            out[key] = 'graph'
+        level = _choose(key, [lv for lv, ls in per_level.items()
+                              if torch.equal(s, ls.to(s.device))])
+        if level is not None:
+            out[key] = level
     return out
 
 
@@ -219,7 +268,7 @@ def pad_batch(batch: Batch, capacities: Capacities) -> Batch:
     slices = dict(batch._slice_dict)
     incs = dict(getattr(batch, '_inc_dict', {}) or {})
     extra_graphs = cap.graphs - B
-    for key, level in _levels(batch).items():
+    for key, level in _levels(batch, capacities.levels).items():
         value = batch[key]
         dim = batch.__cat_dim__(key, value)
         dim = 0 if dim is None else dim % value.dim()

@@ -302,6 +302,24 @@ def test_static_dense_layout_has_the_capacity_shape():
     assert GraphContext.from_batch(batch).layout.n_max == 80 - 12
 
 
+def test_attribute_levels_come_from_the_split():
+    from graphgps_ext.loader.pad import attribute_levels
+    graphs = [molecule(n, i) for i, n in enumerate((1, 1, 6))]
+    for g in graphs:
+        g.pe = torch.zeros(g.num_nodes, 3)
+    # the single-node graphs alone allow node or graph for x and y; the
+    # third graph decides
+    assert attribute_levels(graphs[:2])['y'] == 'node'
+    levels = attribute_levels(graphs)
+    assert levels == {'x': 'node', 'pe': 'node', 'y': 'graph',
+                      'edge_index': 'edge', 'edge_attr': 'edge'}
+    caps = Capacities([Capacity(16, 16, 5)], levels)
+    # a batch of single-node graphs: y padded per graph, x per node
+    batch = pad_batch(Batch.from_data_list(graphs[:2]), caps)
+    assert batch.y.size(0) == 5 and batch.x.size(0) == batch.pe.size(0) == 16
+    assert Capacities.from_dataset(EncodedList(graphs), 2).levels == levels
+
+
 def test_graph_sizes_and_collater():
     cfg = load_cfg(None, BASE)
     data = dataset(cfg)
