@@ -216,3 +216,15 @@ def write_json(path: str, payload: Dict[str, object]):
             return [clean(v) for v in obj]
         return obj
     files.write_json(path, clean(payload))
+
+
+def check_names(names: Sequence[str], known, what: str) -> List[str]:
+    """``names`` as a list, or every name of ``known`` when none are given;
+    a :class:`ValueError` naming the unknown ones (``what``: e.g.
+    ``'paper-zinc rows'``) and the choices."""
+    names = list(names or known)
+    unknown = [n for n in names if n not in known]
+    if unknown:
+        raise ValueError(f'unknown {what} {unknown}; choose from '
+                         + ', '.join(known))
+    return names

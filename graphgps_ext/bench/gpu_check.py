@@ -154,11 +154,8 @@ def run(device: torch.device, rows: Optional[Sequence[str]] = None,
         steps: int = 300, seed: int = 0, opts: Sequence = (),
         use_compile: Optional[bool] = None, log=print) -> Dict[str, object]:
     """Run the suite; returns ``{'rows': [...], 'markdown': str, ...}``."""
-    names = list(rows or FAMILY_ROWS)
-    unknown = [n for n in names if n not in PAPER_ZINC_ROWS]
-    if unknown:
-        raise ValueError(f'unknown paper-zinc rows {unknown}; choose from '
-                         + ', '.join(PAPER_ZINC_ROWS))
+    names = common.check_names(rows or FAMILY_ROWS, PAPER_ZINC_ROWS,
+                               'paper-zinc rows')
     cfg = row_cfg(PAPER_ZINC_ROWS[names[0]], opts)
     # Enough graphs for a few hundred distinct batches (epochs repeat).
     graphs = max(4 * cfg.train.batch_size,

@@ -214,11 +214,7 @@ def run(device: torch.device, families: Sequence[str] = tuple(FAMILIES),
         use_compile: bool = False, log=print) -> Dict[str, object]:
     """Run the suite; returns ``{'rows': [...], 'markdown': str}``."""
     from graphgps_ext.train.speed import autocast
-    names = list(types or LAYER_TYPES)
-    unknown = [t for t in names if t not in LAYER_TYPES]
-    if unknown:
-        raise ValueError(f'unknown layer types {unknown}; choose from '
-                         + ', '.join(LAYER_TYPES))
+    names = common.check_names(types, LAYER_TYPES, 'layer types')
     rows = []
     for fam_name in families:
         family = FAMILIES[fam_name]

@@ -322,11 +322,7 @@ def run(device: torch.device, rows: Optional[Sequence[str]] = None,
     ``'ab'`` list with both medians, their ratio and how many paired passes
     each side won. On a host whose speed drifts from minute to minute this
     compares a switch far more reliably than two separate runs."""
-    names = list(rows or PAPER_ZINC_ROWS)
-    unknown = [n for n in names if n not in PAPER_ZINC_ROWS]
-    if unknown:
-        raise ValueError(f'unknown paper-zinc rows {unknown}; choose from '
-                         + ', '.join(PAPER_ZINC_ROWS))
+    names = common.check_names(rows, PAPER_ZINC_ROWS, 'paper-zinc rows')
     # One dataset for every row (all rows ask for RWSE-20; CSA's pair
     # encodings are computed per batch by its pair encoder).
     dataset, source = make_dataset(row_cfg(PAPER_ZINC_ROWS[names[0]], opts),

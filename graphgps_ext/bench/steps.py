@@ -175,11 +175,7 @@ def run(device: torch.device, rows: Optional[Sequence[str]] = None,
         steps: int = 4, seed: int = 0, opts: Sequence = (),
         stacks: bool = False, log=print) -> Dict[str, object]:
     """Run the suite; returns ``{'rows': [...], 'markdown': str, ...}``."""
-    names = list(rows or PAPER_ZINC_ROWS)
-    unknown = [n for n in names if n not in PAPER_ZINC_ROWS]
-    if unknown:
-        raise ValueError(f'unknown paper-zinc rows {unknown}; choose from '
-                         + ', '.join(PAPER_ZINC_ROWS))
+    names = common.check_names(rows, PAPER_ZINC_ROWS, 'paper-zinc rows')
     warmup = 2
     first = row_cfg(PAPER_ZINC_ROWS[names[0]], opts)
     dataset, _ = make_dataset(first, first.train.batch_size * (steps + warmup),

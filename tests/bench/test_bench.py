@@ -105,6 +105,14 @@ def test_markdown_table():
     assert '| x | 1,234.5 |' in text and '| y | – |' in text
 
 
+def test_check_names():
+    known = {'a': 1, 'b': 2}
+    assert common.check_names([], known, 'rows') == ['a', 'b']
+    assert common.check_names(['b'], known, 'rows') == ['b']
+    with pytest.raises(ValueError, match=r"unknown rows \['c'\]; choose from a, b"):
+        common.check_names(['a', 'c'], known, 'rows')
+
+
 def test_paper_zinc_smoke(tmp_path):
     out = tmp_path / 'bench.json'
     assert main(['--suite', 'paper-zinc', '--graphs', '64', '--rows',

@@ -14,8 +14,7 @@ import copy
 
 import pytest
 import torch
-from torch_geometric.data import Batch, Data
-from torch_geometric.utils import to_undirected
+from torch_geometric.data import Batch
 
 from graphgps_ext.layer.norm import MaskedBatchNorm1d
 from graphgps_ext.loader.pad import (Capacities, Capacity, PadCollater,
@@ -26,6 +25,8 @@ from graphgps_ext.task import TaskInfo
 from graphgps_ext.train.loss import LOSSES
 from graphgps_ext.train.speed import ForwardLoss
 from graphgps_ext.transform.precompute import EncodedList, precompute_encodings
+
+from molecules import molecule
 
 GRAPH_TASK = TaskInfo(name='zinc-like', task='graph', task_type='regression',
                       num_outputs=1, loss='l1', metric='mae',
@@ -81,20 +82,6 @@ CASES = {
     'graph-node-mlp': ('GINE+None+None', RWSE + ['gnn.head', 'graph_node_mlp']),
     'virtual-node': ('None+Transformer+None', RWSE + ['head.pool', 'virtual_node']),
 }
-
-
-def molecule(n: int, seed: int, node_y: bool = False) -> Data:
-    g = torch.Generator().manual_seed(seed)
-    parents = torch.tensor([int(torch.randint(0, i, (1, ), generator=g))
-                            for i in range(1, n)])
-    src = torch.cat([torch.arange(1, n), torch.tensor([0])])
-    dst = torch.cat([parents, torch.tensor([n - 1])])
-    ei = to_undirected(torch.stack([src, dst]), num_nodes=n)
-    y = (torch.randint(0, 3, (n, ), generator=g) if node_y
-         else torch.randn(1, 1, generator=g, dtype=torch.float64))
-    return Data(x=torch.randint(0, 28, (n, 1), generator=g), edge_index=ei,
-                edge_attr=torch.randint(1, 4, (ei.size(1), ), generator=g),
-                y=y)
 
 
 def dataset(cfg, node_y=False, sizes=(7, 12, 5, 9, 15, 6)):

@@ -7,12 +7,14 @@ its nodes, and every parameter receives a gradient.
 import pytest
 import torch
 from torch_geometric.data import Batch, Data
-from torch_geometric.utils import to_dense_adj, to_undirected
+from torch_geometric.utils import to_dense_adj
 
 from graphgps_ext.network import GPSModel, num_parameters
 from graphgps_ext.run_config import load_cfg
 from graphgps_ext.task import TaskInfo
 from graphgps_ext.transform.rwse import rwse_dense
+
+from molecules import molecule as random_molecule
 
 TASK = TaskInfo(name='zinc-like', task='graph', task_type='regression',
                 num_outputs=1, loss='l1', metric='mae', metric_direction='min',
@@ -32,20 +34,11 @@ LAYER_TYPES = [
 
 
 def molecule(n: int, seed: int) -> Data:
-    g = torch.Generator().manual_seed(seed)
-    # a random tree plus one extra bond: connected, molecule-like degrees
-    parents = torch.tensor([int(torch.randint(0, i, (1, ), generator=g))
-                            for i in range(1, n)])
-    src = torch.cat([torch.arange(1, n), torch.tensor([0])])
-    dst = torch.cat([parents, torch.tensor([n - 1])])
-    ei = to_undirected(torch.stack([src, dst]), num_nodes=n)
-    ea = torch.randint(1, 4, (ei.size(1), ), generator=g)
-    ea = ea  # undirected pairs get independent types: fine for these checks
-    x = torch.randint(0, 28, (n, 1), generator=g)
-    adj = to_dense_adj(ei, max_num_nodes=n)
-    pe = rwse_dense(adj, list(range(1, 9)))[0]
-    return Data(x=x, edge_index=ei, edge_attr=ea, pe_rwse=pe,
-                y=torch.randn(1, 1, generator=g), num_nodes=n)
+    """A random molecule with its RWSE."""
+    data = random_molecule(n, seed, dtype=torch.float32)
+    adj = to_dense_adj(data.edge_index, max_num_nodes=n)
+    data.pe_rwse = rwse_dense(adj, list(range(1, 9)))[0]
+    return data
 
 
 def build(layer_type, extra):
