@@ -166,29 +166,6 @@ def test_ctrl_c_agg_unfinished_and_resume_equals_uninterrupted(three_seeds):
     assert 'is done' in again.stdout
 
 
-def test_config_errors_exit_2_without_traceback(work):
-    proc = run_main(work, work / 'quick.yaml', 'optim.base_rl', '0.1', check=False)
-    assert proc.returncode == 2
-    assert "unknown config key 'optim.base_rl' on the command line; did you mean 'optim.base_lr'" in proc.stderr
-    assert 'Traceback' not in proc.stderr
-    proc = run_main(work, work / 'quick.yaml', 'optim.scheduler', 'cosine', check=False)
-    assert proc.returncode == 2 and "bad value 'cosine' for 'optim.scheduler'" in proc.stderr
-    proc = run_main(work, work / 'quick.yaml', 'gt.layer_type', 'GatedGCN+Transformr+None',
-                    'dataset.dir', str(work / 'datasets'), 'out_dir', 'bad', check=False)
-    assert proc.returncode == 2 and "did you mean 'Transformer'" in proc.stderr
-    assert not (work / 'bad').exists()  # failed before any output
-
-
-def test_cuda_asked_but_absent(work):
-    import torch
-    if torch.cuda.is_available():
-        pytest.skip('CUDA is available here')
-    proc = run_main(work, work / 'quick.yaml', 'accelerator', 'cuda', check=False)
-    assert proc.returncode == 2
-    assert "accelerator 'cuda' was asked for but CUDA is not available" in proc.stderr
-
-
-# ------------------------------------------------------------- faults --
 @pytest.fixture
 def in_process(monkeypatch):
     """``main.main`` in this process (its SIGTERM handler restored)."""
@@ -199,6 +176,36 @@ def in_process(monkeypatch):
     return main.main
 
 
+def test_config_errors_exit_2_without_traceback(work, in_process, capsys, monkeypatch):
+    # As a process: what a user sees, tracebacks included.
+    proc = run_main(work, work / 'quick.yaml', 'optim.base_rl', '0.1', check=False)
+    assert proc.returncode == 2
+    assert "unknown config key 'optim.base_rl' on the command line; did you mean 'optim.base_lr'" in proc.stderr
+    assert 'Traceback' not in proc.stderr
+    # In this process (an uncaught exception fails the test).
+    monkeypatch.chdir(work)
+    cfg = str(work / 'quick.yaml')
+    assert in_process(['--cfg', cfg, 'optim.scheduler', 'cosine']) == 2
+    assert "bad value 'cosine' for 'optim.scheduler'" in capsys.readouterr().err
+    assert in_process(['--cfg', cfg, 'gt.layer_type', 'GatedGCN+Transformr+None',
+                       'dataset.dir', str(work / 'datasets'), 'out_dir', 'bad']) == 2
+    assert "did you mean 'Transformer'" in capsys.readouterr().err
+    assert not (work / 'bad').exists()  # failed before any output
+
+
+def test_cuda_asked_but_absent(work, in_process, capsys, monkeypatch):
+    import torch
+    if torch.cuda.is_available():
+        pytest.skip('CUDA is available here')
+    monkeypatch.chdir(work)
+    assert in_process(['--cfg', str(work / 'quick.yaml'), 'accelerator', 'cuda',
+                       'out_dir', 'cuda-absent']) == 2
+    err = capsys.readouterr().err
+    assert "accelerator 'cuda' was asked for but CUDA is not available" in err
+    assert not (work / 'cuda-absent').exists()
+
+
+# ------------------------------------------------------------- faults --
 def test_kill_9_during_training_then_resume_equals_uninterrupted(work):
     """SIGKILL (no handler runs) after a few epochs; the resumed seed's stats
     equal those of an uninterrupted run started beside it."""

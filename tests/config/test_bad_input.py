@@ -495,27 +495,46 @@ def _main(args, cwd):
                           timeout=300)
 
 
-@pytest.mark.parametrize('name,opts,fragment', [
-    ('evil.py', [], 'is not a YAML file'),
-    ('laughs.yaml', [], 'aliases expand to more than'),
-    ('dup-group.yaml', [], "key 'optim' is given twice"),
+def _main_here(args, capsys):
+    """``main.main(args)`` in this process, as :func:`_main` reports it."""
+    import importlib.util
+    from types import SimpleNamespace
+    spec = importlib.util.spec_from_file_location('main', os.path.join(ROOT, 'main.py'))
+    main = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(main)
+    code = main.main(args)
+    out = capsys.readouterr()
+    return SimpleNamespace(returncode=code, stdout=out.out, stderr=out.err)
+
+
+# The file cases and one command line run as a process (what a user sees,
+# tracebacks included); the other command lines in this one (an uncaught
+# exception fails the test as a traceback would).
+@pytest.mark.parametrize('name,opts,fragment,process', [
+    ('evil.py', [], 'is not a YAML file', True),
+    ('laughs.yaml', [], 'aliases expand to more than', True),
+    ('dup-group.yaml', [], "key 'optim' is given twice", True),
     (None, ['gt.layers', '2', 'gt.layers', '3'],
-     "config key 'gt.layers' is given twice on the command line ('2' and '3')"),
-    (None, ['--seeds', '0,4294967296'], "bad value 4294967296 for 'seed' (from --seeds)"),
+     "config key 'gt.layers' is given twice on the command line ('2' and '3')", True),
+    (None, ['--seeds', '0,4294967296'], "bad value 4294967296 for 'seed' (from --seeds)",
+     False),
     (None, ['--repeat', '3', 'seed', '4294967294'],
-     "bad value 4294967296 for 'seed' (from seed 4294967294 with --repeat 3)"),
-    (None, ['--dry-run', '--seeds', '4294967296'], "for 'seed' (from --seeds)"),
-    (None, ['--dry-run', 'optim.max_epoch', '1', 'optim.max_epoch', '2'], 'given twice'),
-    (None, ['--dry-run', 'gt.layers', '1000000000000'], 'at most 1,000'),
+     "bad value 4294967296 for 'seed' (from seed 4294967294 with --repeat 3)", False),
+    (None, ['--dry-run', '--seeds', '4294967296'], "for 'seed' (from --seeds)", False),
+    (None, ['--dry-run', 'optim.max_epoch', '1', 'optim.max_epoch', '2'], 'given twice',
+     False),
+    (None, ['--dry-run', 'gt.layers', '1000000000000'], 'at most 1,000', False),
     (None, ['gt.attn_dropout', '2.0', 'optim.max_epoch', '0'],
-     "bad value 2.0 for 'gt.attn_dropout'"),
+     "bad value 2.0 for 'gt.attn_dropout'", False),
 ])
-def test_main_exits_2_without_traceback_or_results(tmp_path, name, opts, fragment):
+def test_main_exits_2_without_traceback_or_results(tmp_path, capsys, name, opts,
+                                                   fragment, process):
     import time
     path = QUICKSTART if name is None else _write(tmp_path, name)
     out = tmp_path / 'results'
     start = time.monotonic()
-    proc = _main(['--cfg', path, 'out_dir', str(out)] + opts, tmp_path)
+    args = ['--cfg', path, 'out_dir', str(out)] + opts
+    proc = _main(args, tmp_path) if process else _main_here(args, capsys)
     assert proc.returncode == 2, proc.stderr
     assert time.monotonic() - start < 60  # refused at start (an alias bomb: a minute)
     assert 'Traceback' not in proc.stdout + proc.stderr
