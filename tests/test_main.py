@@ -113,7 +113,7 @@ def test_results_layout_and_learning(three_seeds):
     assert 'epoch 10/10' in proc.stdout
 
 
-def test_ctrl_c_agg_unfinished_and_resume_equals_uninterrupted(three_seeds):
+def test_ctrl_c_agg_unfinished_and_resume_equals_uninterrupted(three_seeds, capsys):
     work, _ = three_seeds
     out = work / 'resumed'
     args = ['--seeds', '2', *SMALL, 'dataset.dir', str(work / 'datasets'),
@@ -146,11 +146,12 @@ def test_ctrl_c_agg_unfinished_and_resume_equals_uninterrupted(three_seeds):
     # Aggregate 3 seeds, one of them unfinished.
     for seed in ('0', '1'):
         shutil.copytree(work / 'full' / 'quick' / seed, out / 'quick' / seed)
-    agg = subprocess.run([sys.executable, '-m', 'graphgps_ext.agg', str(out / 'quick')],
-                         cwd=work, env=env(work), capture_output=True, text=True)
-    assert agg.returncode == 0, agg.stderr
-    assert "unfinished (no 'done' marker, skipped): [2]" in agg.stdout
-    assert '±' in agg.stdout and 'accuracy' in agg.stdout
+    from graphgps_ext.agg import main as agg_main
+    capsys.readouterr()
+    assert agg_main([str(out / 'quick')]) == 0  # (the command: README's test)
+    printed = capsys.readouterr().out
+    assert "unfinished (no 'done' marker, skipped): [2]" in printed
+    assert '±' in printed and 'accuracy' in printed
     best = json.loads((out / 'quick' / 'agg' / 'test' / 'best.json').read_text())
     assert best['seeds'] == [0, 1] and best['num_seeds'] == 2
 

@@ -106,7 +106,8 @@ def test_search_end_to_end(tmp_path, monkeypatch, capsys):
     (tmp_path / 'g.txt').write_text('gt.layers l [1,2]\n')
     screening = ['optim.max_epoch', '2', 'dataset.max_graphs', '200',
                  'dataset.dir', str(tmp_path / 'datasets')]
-    args = ['quick.yaml', '--grid', 'g.txt', '--seeds', '0-1', '--cpu', '--python',
+    args = ['quick.yaml', '--grid', 'g.txt', '--seeds', '0-1', '--cpu', '--jobs', '2',
+            '--python',
             sys.executable, '--main', os.path.join(ROOT, 'main.py'), '--no-agg',
             '--', *screening]
     assert cli.main(args) == 0
