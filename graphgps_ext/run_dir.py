@@ -131,7 +131,27 @@ def _read_json(path: str) -> Any:
         return json.load(f)
 
 
-class RunDir:
+class _Folder:
+    """A folder of the results tree, path-like: ``os.path.join(folder,
+    ...)`` and ``open`` take it; :meth:`join` gives a path below it."""
+
+    def __init__(self, path: PathLike):
+        self.path = os.fspath(path)
+
+    def __fspath__(self) -> str:
+        return self.path
+
+    def __str__(self) -> str:
+        return self.path
+
+    def __repr__(self) -> str:
+        return f'{type(self).__name__}({self.path!r})'
+
+    def join(self, *names: str) -> str:
+        return os.path.join(self.path, *names)
+
+
+class RunDir(_Folder):
     """One seed folder ``<out_dir>/<run_name>/<seed>/`` and its file names.
 
     The class attributes are the names (relative to the folder); the
@@ -161,25 +181,10 @@ class RunDir:
     ENTRIES: Tuple[str, ...] = (DONE, CONFIG, LOG, BEST, DATA, SPLIT_INDICES,
                                 HISTORY, *SPLITS, CKPT, WANDB)
 
-    def __init__(self, path: PathLike):
-        self.path = os.fspath(path)
-
     @classmethod
     def of(cls, out_dir: PathLike, run_name: str, seed: int) -> 'RunDir':
         """The seed folder of ``seed`` in ``<out_dir>/<run_name>``."""
         return RunRoot(os.path.join(out_dir, run_name)).seed(seed)
-
-    def __fspath__(self) -> str:
-        return self.path
-
-    def __str__(self) -> str:
-        return self.path
-
-    def __repr__(self) -> str:
-        return f'RunDir({self.path!r})'
-
-    def join(self, *names: str) -> str:
-        return os.path.join(self.path, *names)
 
     # ----------------------------------------------------------- names --
     @classmethod
@@ -427,24 +432,12 @@ class RunDir:
             return None
 
 
-class RunRoot:
+class RunRoot(_Folder):
     """A run's folder ``<out_dir>/<run_name>/``: its seed folders, the
     aggregation ``agg/`` and the launcher's ``logs/``."""
     AGG = 'agg'
     CURVES = 'curves.png'
     LOGS = 'logs'
-
-    def __init__(self, path: PathLike):
-        self.path = os.fspath(path)
-
-    def __fspath__(self) -> str:
-        return self.path
-
-    def __str__(self) -> str:
-        return self.path
-
-    def __repr__(self) -> str:
-        return f'RunRoot({self.path!r})'
 
     def seed(self, seed: Union[int, str]) -> RunDir:
         return RunDir(os.path.join(self.path, str(seed)))
@@ -508,7 +501,7 @@ class RunRoot:
         return os.path.join(self.path, self.seed_log_name(seed))
 
 
-class Results:
+class Results(_Folder):
     """The results tree ``<out_dir>/``: the run folders, the report, the
     grid searches and the launcher's SLURM files."""
     REPORT = 'REPORT.md'
@@ -519,15 +512,6 @@ class Results:
     CONFIGS = 'configs'
     SUMMARY = 'summary.csv'
     CHOSEN = 'chosen.yaml'
-
-    def __init__(self, path: PathLike):
-        self.path = os.fspath(path)
-
-    def __fspath__(self) -> str:
-        return self.path
-
-    def __repr__(self) -> str:
-        return f'Results({self.path!r})'
 
     def run(self, run_name: str) -> RunRoot:
         return RunRoot(os.path.join(self.path, run_name))
@@ -554,21 +538,12 @@ def write_yaml(path: PathLike, tree: Dict[str, Any], header: str):
                + yaml.safe_dump(tree, sort_keys=False, default_flow_style=False))
 
 
-class SearchDir:
+class SearchDir(_Folder):
     """A grid search's folder ``<out_dir>/_search/<task>/``: its record
     ``search.json`` (one indented JSON object: what was searched, the
     points, their run folders and fingerprints), the points' configs
     ``configs/<point>.yaml``, the ranking ``summary.csv`` and the best
     point's config ``chosen.yaml`` (the configs: :func:`write_yaml`)."""
-
-    def __init__(self, path: PathLike):
-        self.path = os.fspath(path)
-
-    def __fspath__(self) -> str:
-        return self.path
-
-    def __repr__(self) -> str:
-        return f'SearchDir({self.path!r})'
 
     @property
     def record(self) -> str:
