@@ -21,7 +21,11 @@ Suites (``--suite``):
 - ``gpu-check`` (:mod:`.gpu_check`, not part of ``all``): each model family
   trained a few hundred steps on the fast path and the eager path, the
   losses compared, with graphs/s, operators and host synchronisations per
-  step (``--device cuda``; ``--device cpu`` with small sizes rehearses it).
+  step (``--device cuda``; ``--device cpu`` with small sizes rehearses it);
+- ``profile`` (:mod:`.profile`, not part of ``all``): a few steps of a row
+  under :mod:`torch.profiler`: the top operators or kernels, operators,
+  kernel launches and kernels per step, and on CUDA the fraction of the
+  step the device is busy.
 
 Every run prints Markdown tables and writes one JSON file (``--out``) with
 the environment (versions, threads, load average, and the host's
@@ -47,7 +51,7 @@ def parser() -> argparse.ArgumentParser:
         prog='python -m graphgps_ext.bench',
         description='Throughput, memory and scaling benchmarks of graphgps_ext.')
     p.add_argument('--suite', default='paper-zinc',
-                   choices=list(SUITES) + ['gpu-check', 'all'])
+                   choices=list(SUITES) + ['gpu-check', 'profile', 'all'])
     p.add_argument('--device', default='cpu', help="'cpu' or 'cuda[:i]'")
     p.add_argument('--threads', type=int, default=2,
                    help='torch intra-op threads (0: leave as is)')
@@ -85,6 +89,13 @@ def parser() -> argparse.ArgumentParser:
     g = p.add_argument_group('gpu-check (also --rows, --opts, --compile)')
     g.add_argument('--check-steps', type=int, default=300,
                    help='training steps per family and path')
+    g = p.add_argument_group('profile (also --rows, --opts, --compile)')
+    g.add_argument('--profile-steps', type=int, default=20,
+                   help='training steps profiled per row')
+    g.add_argument('--profile-warmup', type=int, default=10,
+                   help='training steps before them (compilation, capture)')
+    g.add_argument('--profile-path', choices=['fast', 'eager'], default='fast',
+                   help="the GPU check's fast path (default) or the eager one")
     g = p.add_argument_group('layers and scaling')
     g.add_argument('--layer-types', nargs='*', default=None,
                    help='subset of layer types (default: all)')
@@ -165,6 +176,13 @@ def run_suites(args, log=print) -> Dict[str, object]:
                                 seed=args.seed, opts=args.opts,
                                 use_compile=True if args.compile else None,
                                 log=log)
+        elif suite == 'profile':
+            from graphgps_ext.bench import profile
+            res = profile.run(device, rows=args.rows, steps=args.profile_steps,
+                              warmup=args.profile_warmup, seed=args.seed,
+                              opts=args.opts, fast=args.profile_path == 'fast',
+                              use_compile=True if args.compile else None,
+                              log=log)
         elif suite == 'layers':
             from graphgps_ext.bench import layers
             from graphgps_ext.bench.data import FAMILIES

@@ -62,7 +62,7 @@ def path_opts(fast: bool, device: torch.device,
     return opts
 
 
-def _train(row, dataset, device, opts, steps: int, warmup: int, seed: int):
+def train_row(row, dataset, device, opts, steps: int, warmup: int, seed: int):
     """Train ``steps`` steps; returns (losses [steps], graphs/s of the
     steps after ``warmup``, trainer, loader)."""
     from graphgps_ext.bench.steps import make_trainer
@@ -118,8 +118,8 @@ def check_family(name: str, dataset, device: torch.device, steps: int,
     for path in ('fast', 'eager'):
         popts = list(NO_DROPOUT) + list(opts) + path_opts(
             path == 'fast', device, use_compile)
-        loss, speed, trainer, loader = _train(row, dataset, device, popts,
-                                              steps, warmup, seed)
+        loss, speed, trainer, loader = train_row(row, dataset, device, popts,
+                                                 steps, warmup, seed)
         batches = []
         for batch in loader:
             batches.append(batch)
