@@ -63,3 +63,27 @@ def test_gpu_check_sees_a_fast_path_that_computes_something_else(monkeypatch):
                         log=lambda *a: None)
     assert not res['all_agree'] and not res['rows'][0]['first_agree']
     assert 'DISAGREEMENT' in res['markdown']
+
+
+def test_gpu_check_script_passes_only_flags_the_commands_have():
+    """``run/gpu_check.sh`` (the GPU measurements in one script; its
+    rehearsal ``REHEARSE=1 run/gpu_check.sh OUT DATA`` takes minutes, so
+    it is not run here): valid bash, and every flag it gives the benchmark
+    and the launcher is one of theirs."""
+    import os
+    import re
+    import subprocess
+
+    from graphgps_ext.bench import parser as bench_parser
+    from graphgps_ext.sweep.cli import build_parser
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    script = os.path.join(root, 'run', 'gpu_check.sh')
+    assert subprocess.run(['bash', '-n', script]).returncode == 0
+    text = open(script).read()
+    known = {opt for p in (bench_parser(), build_parser())
+             for action in p._actions for opt in action.option_strings}
+    used = set(re.findall(r'(?<![\w-])(--[a-z][a-z0-9-]*)', text))
+    assert used - {'--cfg'} <= known, used - known
+    suites = set(re.findall(r'--suite ([a-z-]+)', text))
+    assert suites == {'gpu-check', 'steps', 'profile'}
+    assert suites <= set(bench_parser()._option_string_actions['--suite'].choices)
