@@ -202,15 +202,18 @@ def _choose(key: str, levels: Iterable[str]) -> Optional[str]:
     return next((level for level in order if level in levels), None)
 
 
-def attribute_levels(dataset) -> Dict[str, str]:
+def attribute_levels(dataset, limit: int = 1000) -> Dict[str, str]:
     """``key -> 'node' | 'edge' | 'graph'`` of the attributes of
     ``dataset``'s graphs that padding extends: the levels whose count (the
     graph's nodes, its edges, 1) equals the attribute's rows, intersected
     graph by graph until every attribute has one (usually after the first
-    graph); an attribute still ambiguous after every graph (a split of
-    single-node graphs) takes the first of :func:`_choose`'s order."""
+    graph); an attribute still ambiguous after ``limit`` graphs or all of
+    them (a split of single-node graphs) takes the first of
+    :func:`_choose`'s order."""
     allowed: Dict[str, set] = {}
-    for data in dataset:
+    for i, data in enumerate(dataset):
+        if i == limit:
+            break
         counts = (('node', data.num_nodes), ('edge', data.num_edges),
                   ('graph', 1))
         for key, value in data.items():

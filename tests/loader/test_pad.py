@@ -305,6 +305,8 @@ def test_attribute_levels_come_from_the_split():
     batch = pad_batch(Batch.from_data_list(graphs[:2]), caps)
     assert batch.y.size(0) == 5 and batch.x.size(0) == batch.pe.size(0) == 16
     assert Capacities.from_dataset(EncodedList(graphs), 2).levels == levels
+    # at most `limit` graphs are read: the first two leave y ambiguous
+    assert attribute_levels(graphs, limit=2)['y'] == 'node'
 
 
 def test_graph_sizes_and_collater():
