@@ -48,6 +48,11 @@ def _device_time(evt) -> float:
     return 0.0
 
 
+def _on_device(evt) -> bool:
+    """Whether a profiler event ran on the GPU (a kernel or a copy)."""
+    return getattr(evt, 'device_type', None) == torch.autograd.DeviceType.CUDA
+
+
 def busy_fraction(intervals: Sequence[Tuple[float, float]],
                   wall: float) -> Optional[float]:
     r"""The union of the ``[start, end)`` ``intervals`` over ``wall`` (same
@@ -69,8 +74,9 @@ def summarize(prof, steps: int, wall_us: float, cuda: bool) -> Dict[str, object]
     :class:`torch.profiler.profile` of ``steps`` steps that took ``wall_us``
     microseconds."""
     averages = prof.key_averages()
-    if cuda:
-        ranked = sorted((e for e in averages if _device_time(e) > 0),
+    if cuda:  # the device's own events (kernels, copies), not the CPU
+        # operators that launched them (they carry their kernels' time too)
+        ranked = sorted((e for e in averages if _on_device(e)),
                         key=_device_time, reverse=True)
         total = sum(_device_time(e) for e in ranked) or 1.0
         top = [{'name': e.key, 'calls_per_step': e.count / steps,
@@ -94,8 +100,7 @@ def summarize(prof, steps: int, wall_us: float, cuda: bool) -> Dict[str, object]
         'device_busy_fraction': None}
     if cuda:
         launches = sum(e.count for e in averages if e.key in LAUNCH_CALLS)
-        kernels = [e for e in events
-                   if getattr(e, 'device_type', None) == torch.autograd.DeviceType.CUDA]
+        kernels = [e for e in events if _on_device(e)]
         out.update(
             launches_per_step=launches / steps,
             kernels_per_step=len(kernels) / steps,

@@ -45,3 +45,30 @@ def test_profile_counts_the_operators_of_a_step():
                         fast=False, log=lambda *a: None)
     assert res['rows'][0]['path'] == 'eager'
     assert res['rows'][0]['ops_per_step'] == again['rows'][0]['ops_per_step']
+
+
+def test_cuda_summary_ranks_the_device_events():
+    """The CUDA figures from a profile (faked: no GPU here): kernels ranked
+    by their own time, not the CPU operators that launched them; launches
+    counted from the runtime's calls; busy fraction from kernel intervals."""
+    from types import SimpleNamespace as NS
+    cuda, cpu = torch.autograd.DeviceType.CUDA, torch.autograd.DeviceType.CPU
+
+    def evt(key, count=1, device=cpu, us=0.0, start=0.0, end=0.0, parent=None):
+        return NS(key=key, count=count, device_type=device,
+                  self_device_time_total=us, self_cpu_time_total=1.0,
+                  time_range=NS(start=start, end=end), cpu_parent=parent)
+    mm = evt('aten::mm', 2, us=30.0)  # a CPU operator with its kernels' time
+    averages = [mm, evt('cudaLaunchKernel', 4), evt('cudaGraphLaunch', 2),
+                evt('gemm_kernel', 2, cuda, 30.0), evt('add_kernel', 2, cuda, 10.0)]
+    events = [mm, evt('aten::mm', parent=mm),
+              evt('gemm_kernel', device=cuda, start=0, end=15),
+              evt('gemm_kernel', device=cuda, start=40, end=55),
+              evt('add_kernel', device=cuda, start=10, end=20)]
+    prof = NS(key_averages=lambda: averages, events=lambda: events)
+    out = profile.summarize(prof, steps=2, wall_us=100.0, cuda=True)
+    assert [t['name'] for t in out['top']] == ['gemm_kernel', 'add_kernel']
+    assert out['top'][0]['us_per_step'] == 15.0 and out['top'][0]['share'] == 0.75
+    assert out['launches_per_step'] == 3.0 and out['kernels_per_step'] == 1.5
+    assert out['device_busy_fraction'] == pytest.approx(0.35)  # [0, 20) + [40, 55)
+    assert out['ops_per_step'] == 0.5  # one top-level aten:: event in 2 steps
