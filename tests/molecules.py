@@ -1,7 +1,17 @@
-"""ZINC-shaped random molecules for model tests."""
+"""ZINC-shaped random molecules for model tests, and their task."""
 import torch
 from torch_geometric.data import Data
 from torch_geometric.utils import to_undirected
+
+from graphgps_ext.task import TaskInfo
+
+#: Graph regression on :func:`molecule`'s graphs (ZINC's encoders and head).
+GRAPH_TASK = TaskInfo(name='zinc-like', task='graph', task_type='regression',
+                      num_outputs=1, loss='l1', metric='mae',
+                      metric_direction='min', metrics=['mae'],
+                      node_encoder='TypeDictNode', node_dim=1, node_num_types=28,
+                      edge_encoder='TypeDictEdge', edge_dim=1, edge_num_types=4,
+                      head='graph_mlp')
 
 
 def molecule(n: int, seed: int, node_y: bool = False,

@@ -26,14 +26,8 @@ from graphgps_ext.train.loss import LOSSES
 from graphgps_ext.train.speed import ForwardLoss
 from graphgps_ext.transform.precompute import EncodedList, precompute_encodings
 
-from molecules import molecule
+from molecules import GRAPH_TASK, molecule
 
-GRAPH_TASK = TaskInfo(name='zinc-like', task='graph', task_type='regression',
-                      num_outputs=1, loss='l1', metric='mae',
-                      metric_direction='min', metrics=['mae'],
-                      node_encoder='TypeDictNode', node_dim=1, node_num_types=28,
-                      edge_encoder='TypeDictEdge', edge_dim=1, edge_num_types=4,
-                      head='graph_mlp')
 NODE_TASK = TaskInfo(name='pattern-like', task='node', task_type='classification',
                      num_outputs=3, loss='cross_entropy', metric='accuracy',
                      metric_direction='max', metrics=['accuracy'],

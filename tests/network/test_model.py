@@ -14,13 +14,7 @@ from graphgps_ext.run_config import load_cfg
 from graphgps_ext.task import TaskInfo
 from graphgps_ext.transform.rwse import rwse_dense
 
-from molecules import molecule as random_molecule
-
-TASK = TaskInfo(name='zinc-like', task='graph', task_type='regression',
-                num_outputs=1, loss='l1', metric='mae', metric_direction='min',
-                metrics=['mae'], node_encoder='TypeDictNode', node_dim=1,
-                node_num_types=28, edge_encoder='TypeDictEdge', edge_dim=1,
-                edge_num_types=4, head='graph_mlp')
+from molecules import GRAPH_TASK, molecule as random_molecule
 
 LAYER_TYPES = [
     ('GINE+Transformer+None', []),
@@ -48,7 +42,7 @@ def build(layer_type, extra):
         'posenc_RWSE.kernel.times', '[1, 2, 3, 4, 5, 6, 7, 8]',
         'posenc_RWSE.dim_pe', '8'] + extra)
     torch.manual_seed(0)
-    return GPSModel(cfg, TASK)
+    return GPSModel(cfg, GRAPH_TASK)
 
 
 def edge_only_parameters(model, batch):

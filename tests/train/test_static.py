@@ -12,8 +12,7 @@ from graphgps_ext.run_config import load_cfg
 from graphgps_ext.train import speed
 from graphgps_ext.transform.precompute import EncodedList, precompute_encodings
 
-from loader.test_pad import GRAPH_TASK
-from molecules import molecule
+from molecules import GRAPH_TASK, molecule
 from run_checks import stats
 
 LAYER = 'GatedGCN+Transformer+GEANet'
