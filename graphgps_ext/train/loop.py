@@ -115,6 +115,12 @@ def concat(tensors: Sequence[Tensor]) -> Tensor:
     return torch.cat(tensors, dim=0)
 
 
+def _copied(*values):
+    """``values`` with every tensor copied: outputs of a CUDA graph replay,
+    kept past the next replay, which overwrites the replay's memory."""
+    return tuple(v.clone() if isinstance(v, Tensor) else v for v in values)
+
+
 def _count(pred: Tensor, true: Optional[Tensor]) -> int:
     ref = true if isinstance(true, Tensor) and true.dim() > 0 else pred
     return int(ref.size(0)) if ref.dim() > 0 else 1
@@ -475,8 +481,7 @@ class Trainer:
         with speed.autocast(self.cfg, self.device.type):
             pred, true = net(batch)
         if graphs:  # kept past the next replay (PassStats): own memory
-            pred = pred.clone()
-            true = true.clone() if isinstance(true, Tensor) else true
+            pred, true = _copied(pred, true)
         pred, true = trim(speed.as_float32(pred), true, batch, self.output_rows)
         return pred, true, self.loss_fn(pred, true)
 
@@ -491,8 +496,7 @@ class Trainer:
             return pred, true, loss
         pred, true = trim(pred, true, batch, self.output_rows)
         if self.graphs_replayed:
-            pred, loss = pred.clone(), loss.clone()
-            true = true.clone() if isinstance(true, Tensor) else true
+            pred, true, loss = _copied(pred, true, loss)
         return pred, true, loss
 
     def _train_pass(self, split: str, epoch: int) -> PassStats:
