@@ -47,6 +47,14 @@ without the paper's std or seed count, there is no test.
 
 Standard deviations in the tables are population standard deviations
 (``ddof=0``, as the GraphGPS aggregation) over seeds.
+
+**Selections.** *ours* is each seed's value at its best-validation epoch
+(``best.json``). With ``--best-over-epochs`` a second column gives each
+seed's best value of the same split over all its evaluated epochs
+(``<split>/stats.json``; the highest, or the lowest for a metric that
+improves downwards), mean ± std over seeds: an optimistic selection that
+looks at the test split, shown for comparison with a paper that does not
+say which epoch it reports; the verdict stays on the best-validation epoch.
 """
 import argparse
 import csv
@@ -63,6 +71,7 @@ import numpy as np
 
 from graphgps_ext.config import ConfigError, flatten, read_yaml
 from graphgps_ext.files import write_text
+from graphgps_ext.metrics import direction
 from graphgps_ext.run_config import config_name
 from graphgps_ext.run_dir import Results, RunRoot
 from graphgps_ext.seed_folder import check_seed, seed_folders
@@ -239,6 +248,28 @@ def ours_stats(res: ConfigResults, split: str, metric: str
     if not res.seeds and res.agg is not None:
         return agg_value(res.agg, split, metric)
     return None
+
+
+def best_over_epochs(res: ConfigResults, split: str, metric: str
+                     ) -> Optional[Tuple[float, float, int]]:
+    """(mean, population std, seeds) over the completed seeds of each seed's
+    best ``metric`` on ``split`` over all its evaluated epochs (the highest,
+    or the lowest for ``mae``-like metrics); ``None`` without per-epoch
+    records (e.g. only ``agg/`` kept) or for a metric of unknown direction.
+    Needs the seeds' curves (``load_results(..., curves=True)``)."""
+    try:
+        pick = min if direction(metric) == 'min' else max
+    except KeyError:
+        return None
+    vals = []
+    for s in res.done:
+        recs = [float(r[metric]) for r in s.stats.get(split, [])
+                if isinstance(r.get(metric), (int, float)) and not math.isnan(r[metric])]
+        if recs:
+            vals.append(pick(recs))
+    if not vals:
+        return None
+    return float(np.mean(vals)), float(np.std(vals)), len(vals)
 
 
 def _num(s: str) -> Optional[float]:
@@ -508,6 +539,7 @@ class Row:
     z: Optional[float] = None
     welch_p: str = '—'
     verdict: str = '—'
+    best_over: Optional[str] = None  # --best-over-epochs: best of the split over epochs
 
 
 def _epochs_text(res: ConfigResults, shipped: Dict[str, Any]) -> str:
@@ -523,13 +555,16 @@ def _epochs_text(res: ConfigResults, shipped: Dict[str, Any]) -> str:
 
 def build_rows(tables: List[Dict[str, str]], numbers: Dict[Tuple[str, ...], Dict[str, str]],
                results_dir: str, repo_root: str, include_missing: bool = False,
-               cache: Optional[Dict[str, Optional[ConfigResults]]] = None) -> List[Row]:
+               cache: Optional[Dict[str, Optional[ConfigResults]]] = None,
+               over_epochs: bool = False) -> List[Row]:
+    """One :class:`Row` per line of ``tables``; ``over_epochs`` also fills
+    :attr:`Row.best_over` (:func:`best_over_epochs`)."""
     cache = {} if cache is None else cache
     rows = []
     for t in tables:
         name = t['name']
         if name not in cache:
-            cache[name] = load_results(results_dir, name, curves=False)
+            cache[name] = load_results(results_dir, name, curves=over_epochs)
         res = cache[name]
         has_number = t['metric'] not in ('', '-')
         key = (t['paper'], t['ref_table'], t['dataset'], t['model'], t['metric'], t['split'])
@@ -603,12 +638,16 @@ def build_rows(tables: List[Dict[str, str]], numbers: Dict[Tuple[str, ...], Dict
                                              'paper std or seeds not given')
         if paper is not None and paper.get('note'):
             caveats.append('paper: ' + paper['note'])
+        over = None
+        if over_epochs:
+            best = best_over_epochs(res, t['split'], metric) if res and metric else None
+            over = fmt_pm(best[0] * scale, best[1] * scale, dec) if best else '—'
         rows.append(Row(t['paper'], t['table'], t['config'], name, t['dataset'],
                         t['model'] if t['model'] not in ('', '-') else name,
                         f'{metric or "?"}' + (f' ({t["split"]})' if t['split'] != 'test' else ''),
                         t['split'], ours, seeds, pv, ps, dev,
                         _epochs_text(res, shipped) if res is not None else '—', caveats, z,
-                        welch_p, verdict))
+                        welch_p, verdict, over))
     return rows
 
 
@@ -623,6 +662,7 @@ def render(rows: List[Row], extra: List[Tuple[str, str]], results_dir: str,
     def esc(s: str) -> str:
         return str(s).replace('|', '\\|')
 
+    over = any(r.best_over is not None for r in rows)
     now = datetime.datetime.now().strftime('%Y-%m-%d %H:%M')
     lines = [
         '# Results beside the papers',
@@ -632,6 +672,10 @@ def render(rows: List[Row], extra: List[Tuple[str, str]], results_dir: str,
         '',
         '- **ours**: mean ± std (population std, ddof=0) over the completed seeds of the '
         'metric at the best-validation epoch; accuracies in % where the paper prints %.',
+        *(['- **best over epochs**: mean ± std over the same seeds of each seed\'s best value '
+           'of the split over all its evaluated epochs (an optimistic selection that looks at '
+           'the test split, for papers that do not say which epoch they report; the verdict '
+           'is on the best-validation epoch).'] if over else []),
         '- **seeds**: completed / planned by `run/tables.tsv`; **Δ/σ**: (ours − paper) / '
         'paper std (sign: ours above the paper is +, for every metric).',
         f'- **Welch p**, **verdict**: Welch\'s t-test of our mean against the paper\'s '
@@ -656,15 +700,17 @@ def render(rows: List[Row], extra: List[Tuple[str, str]], results_dir: str,
         lines += [f'## {PAPER_TITLES.get(paper, paper)}', '']
         for table in sorted(by_paper[paper], key=_table_sort_key):
             lines += [f'### {paper} {table}', '',
-                      '| dataset | model | config | metric | ours | seeds | paper | '
-                      'paper seeds | Δ/σ | Welch p | verdict | epochs | caveats |',
-                      '|---|---|---|---|---|---|---|---|---|---|---|---|---|']
+                      '| dataset | model | config | metric | '
+                      + ('ours (best-val epoch) | best over epochs' if over else 'ours')
+                      + ' | seeds | paper | paper seeds | Δ/σ | Welch p | verdict | epochs | '
+                      'caveats |', '|---' * (14 if over else 13) + '|']
             for r in by_paper[paper][table]:
                 curve = RunRoot(os.path.join(results_dir, r.name)).curves
                 cfg = f'`{r.name}`' + (f' ([curves]({os.path.relpath(curve, results_dir)}))'
                                        if os.path.exists(curve) else '')
                 lines.append('| ' + ' | '.join(esc(x) for x in (
-                    r.dataset, r.model, cfg, r.metric, r.ours, r.seeds, r.paper_value,
+                    r.dataset, r.model, cfg, r.metric, r.ours,
+                    *([r.best_over or '—'] if over else []), r.seeds, r.paper_value,
                     r.paper_seeds, r.deviation, r.welch_p, r.verdict, r.epochs,
                     '; '.join(r.caveats) or '—')) + ' |')
             lines.append('')
@@ -700,10 +746,10 @@ def make_report(results_dir: str = 'results', tables_path: str = 'run/tables.tsv
                 numbers_path: str = 'run/paper_numbers.csv',
                 out_path: Optional[str] = None, repo_root: str = '.',
                 curves: bool = True, papers: Optional[Sequence[str]] = None,
-                include_missing: bool = False) -> str:
+                include_missing: bool = False, over_epochs: bool = False) -> str:
     """Write the report (and curves); returns the Markdown text."""
     return write_report(results_dir, tables_path, numbers_path, out_path, repo_root,
-                        curves, papers, include_missing)[0]
+                        curves, papers, include_missing, over_epochs)[0]
 
 
 def verdict_lines(rows: List[Row]) -> List[str]:
@@ -713,7 +759,9 @@ def verdict_lines(rows: List[Row]) -> List[str]:
         if r.verdict == '—':
             continue
         out.append(f'{r.paper} {r.table} {r.dataset} {r.model} ({r.name}) {r.metric}: '
-                   f'ours {r.ours} [{r.seeds} seeds] vs paper {r.paper_value} '
+                   f'ours {r.ours} [{r.seeds} seeds]'
+                   + (f' (best over epochs {r.best_over})' if r.best_over else '')
+                   + f' vs paper {r.paper_value} '
                    f'[{r.paper_seeds}]: {r.verdict}'
                    + (f' (Welch p = {r.welch_p})' if r.welch_p != '—' else ''))
     return out
@@ -723,8 +771,11 @@ def write_report(results_dir: str = 'results', tables_path: str = 'run/tables.ts
                  numbers_path: str = 'run/paper_numbers.csv',
                  out_path: Optional[str] = None, repo_root: str = '.',
                  curves: bool = True, papers: Optional[Sequence[str]] = None,
-                 include_missing: bool = False) -> Tuple[str, List[Row]]:
-    """:func:`make_report`, returning the Markdown text and the table rows."""
+                 include_missing: bool = False, over_epochs: bool = False
+                 ) -> Tuple[str, List[Row]]:
+    """:func:`make_report`, returning the Markdown text and the table rows;
+    ``over_epochs`` adds the best over epochs beside the best-validation
+    epoch (``--best-over-epochs``)."""
     tables = read_tables(tables_path)
     if papers:
         unknown = sorted(set(papers) - {t['paper'] for t in tables})
@@ -734,7 +785,8 @@ def write_report(results_dir: str = 'results', tables_path: str = 'run/tables.ts
         tables = [t for t in tables if t['paper'] in papers]
     numbers = read_paper_numbers(numbers_path)
     cache: Dict[str, Optional[ConfigResults]] = {}
-    rows = build_rows(tables, numbers, results_dir, repo_root, include_missing, cache)
+    rows = build_rows(tables, numbers, results_dir, repo_root, include_missing, cache,
+                      over_epochs)
     known = sorted({t['name'] for t in tables})
     extra = [] if papers else _other_results(results_dir, known)
     names_with_results = sorted({r.name for r in rows if r.ours not in ('not run',)}
@@ -770,13 +822,17 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     p.add_argument('--all', action='store_true',
                    help='also list the planned runs that have no result yet')
     p.add_argument('--no-curves', action='store_true', help='do not draw curves.png')
+    p.add_argument('--best-over-epochs', action='store_true',
+                   help='also show each seed\'s best value over all epochs (labelled; the '
+                        'default selection is the best-validation epoch), for papers that do '
+                        'not say which epoch they report')
     args = p.parse_args(argv)
     numbers = args.numbers or os.path.join(os.path.dirname(args.tables) or '.',
                                            'paper_numbers.csv')
     try:
         _, rows = write_report(args.results, args.tables, numbers, args.out, args.root,
                                curves=not args.no_curves, papers=args.paper,
-                               include_missing=args.all)
+                               include_missing=args.all, over_epochs=args.best_over_epochs)
     except (OSError, ValueError) as err:
         print(f'report: error: {err}', file=sys.stderr)
         return 2

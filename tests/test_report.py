@@ -318,3 +318,83 @@ def test_main_prints_verdicts_and_reads_numbers_beside_tables(synthetic, capsys)
     out = capsys.readouterr().out
     assert 'geaet table3 ZINC GIN+GEANet (geaet-zinc-gin-geanet) mae' in out
     assert 'not comparable: 5 of 1000 epochs' in out
+
+
+# --------------------------------------------------------------------------- selections
+def _seed_curves(root, name, seed, val, test, metric='accuracy'):
+    """A finished seed whose val and test curves are given; best.json is
+    the epoch of best validation (train repeats the val curve)."""
+    mode = 'min' if metric == 'mae' else 'max'
+    pick = min if mode == 'min' else max
+    best_epoch = val.index(pick(val))
+    d = root / name / str(seed)
+    curves = {'train': val, 'val': val, 'test': test}
+    best = {'epoch': best_epoch, 'metric': metric, 'mode': mode, 'split': 'val',
+            'value': val[best_epoch]}
+    for split, curve in curves.items():
+        (d / split).mkdir(parents=True)
+        (d / split / STATS_FILE).write_text(''.join(
+            json.dumps({'epoch': e, 'loss': 0.5, metric: v}) + '\n' for e, v in enumerate(curve)))
+        best[split] = {'epoch': best_epoch, 'loss': 0.5, metric: curve[best_epoch]}
+    (d / 'best.json').write_text(json.dumps(best))
+    (d / 'config.yaml').write_text(f'seed: {seed}\nmetric_best: {metric}\n'
+                                   f'optim:\n  max_epoch: {len(val)}\n')
+    (d / 'done').write_text(json.dumps({'epochs': len(val), 'seconds': 1.0}))
+
+
+def test_report_shows_both_selections_labelled(tmp_path, capsys):
+    """--best-over-epochs: the best-validation epoch's test accuracy and each
+    seed's best test accuracy over all epochs, side by side and labelled."""
+    (tmp_path / 'configs' / 'mna').mkdir(parents=True)
+    (tmp_path / 'configs' / 'mna' / 'nci1.yaml').write_text('optim:\n  max_epoch: 4\n')
+    tables = tmp_path / 'tables.tsv'
+    tables.write_text('\t'.join(report.TSV_COLUMNS) + '\n' + '\t'.join(
+        ['mna', 'table2', 'configs/mna/nci1.yaml', '0-1', '=', 'NCI1', 'MNA-GT', 'accuracy',
+         'test']) + '\n')
+    results = tmp_path / 'results'
+    # best-val epochs 1 and 2: test 0.60 and 0.72; best test over epochs 0.75 and 0.90
+    _seed_curves(results, 'mna-nci1', 0, [0.50, 0.70, 0.60, 0.65], [0.55, 0.60, 0.75, 0.70])
+    _seed_curves(results, 'mna-nci1', 1, [0.60, 0.62, 0.80, 0.70], [0.50, 0.70, 0.72, 0.90])
+    args = ['--results', str(results), '--tables', str(tables), '--numbers', NUMBERS,
+            '--root', str(tmp_path), '--no-curves']
+    assert report.main(args) == 0
+    plain = (results / 'REPORT.md').read_text()
+    assert 'best over epochs' not in plain and '| metric | ours | seeds |' in plain
+    assert report.main(args + ['--best-over-epochs']) == 0
+    out = capsys.readouterr().out
+    text = (results / 'REPORT.md').read_text()
+    header = next(ln for ln in text.splitlines() if ln.startswith('| dataset'))
+    assert '| ours (best-val epoch) | best over epochs |' in header
+    row = next(ln for ln in text.splitlines() if '`mna-nci1`' in ln)
+    cells = [c.strip() for c in row.split('|')[1:-1]]
+    assert len(cells) == len(header.split('|')) - 2
+    assert cells[4] == '66.000 ± 6.000'   # mean of 0.60, 0.72 (population std)
+    assert cells[5] == '82.500 ± 7.500'   # mean of 0.75, 0.90
+    assert cells[6] == '2/2' and cells[7] == '82.73 ± 1.45 %'
+    assert '- **best over epochs**' in text
+    assert 'ours 66.000 ± 6.000 [2/2 seeds] (best over epochs 82.500 ± 7.500)' in out
+
+
+def test_best_over_epochs_follows_the_metric_direction_and_needs_curves(synthetic):
+    """MAE improves downwards: the lowest test value of each seed; without
+    per-epoch records (only agg/) there is nothing to select from."""
+    import shutil
+    from graphgps_ext import agg
+    res_dir = str(synthetic / 'results')
+    res = report.load_results(res_dir, 'geaet-zinc-gin-geanet', curves=True)
+    # each test curve decreases to its last epoch: the lowest is best.json's value
+    mean, std, n = report.best_over_epochs(res, 'test', 'mae')
+    assert (mean, n) == (pytest.approx(0.22), 3) and std == pytest.approx(0.0163, abs=1e-4)
+    mnist = report.load_results(res_dir, 'geaet-mnist', curves=True)
+    # accuracy: the highest, here epoch 0's 0.98 + 0.1 * 4 (seed 0) and 0.99 + 0.4
+    assert report.best_over_epochs(mnist, 'test', 'accuracy')[0] == pytest.approx(1.385)
+    assert report.best_over_epochs(res, 'test', 'no-such-metric') is None
+    root = synthetic / 'results' / 'geaet-zinc-gin-geanet'
+    agg.aggregate(str(root))
+    for seed in ('0', '1', '2', '3'):
+        shutil.rmtree(root / seed)
+    _, rows = report.write_report(res_dir, str(synthetic / 'run' / 'tables.tsv'), NUMBERS,
+                                  repo_root=str(synthetic), curves=False, papers=['geaet'],
+                                  over_epochs=True)
+    zinc = next(r for r in rows if r.name == 'geaet-zinc-gin-geanet')
+    assert zinc.ours == '0.220 ± 0.016' and zinc.best_over == '—'

@@ -22,7 +22,9 @@ The paper has no public code; what it states and what is guessed:
   the TU sets, mean on OGB), the 2-layer head MLP, the layers and width of
   each dataset (Table 5 sizes);
 - searched: NCI1's layers and kernels (run/grids/mna-nci1-cpu.txt, the
-  search and its final runs in docs/results.md).
+  search and its final runs in docs/results.md);
+- beyond the paper: mna/nci1-long.yaml, NCI1's model trained for 300
+  epochs, because 100 leave it under-trained (docs/results.md).
 """
 from typing import Any, Dict
 
@@ -38,6 +40,9 @@ TU_ARCH = dict(layers=2, dim=128, heads=2, hops=2)
 # validation accuracy over 2 seeds of 30 epochs; table in docs/results.md):
 # 3 layers, 4 kernels (mna.hops 3), d 128.
 SEARCHED = {'NCI1': dict(layers=3, dim=128, heads=2, hops=3)}
+# NCI1 trained to convergence (beyond the paper's 100 epochs): runs of 190 epochs
+# reach their best validation accuracy at epochs 154-160 (docs/results.md).
+LONG, LONG_EPOCHS = 'nci1-long.yaml', 300
 # Warm-up epochs of the Transformer schedule (not published).
 WARMUP_TU, WARMUP_OGB = 10, 2
 
@@ -67,6 +72,23 @@ NCI1_SIZE = ('MNA-GT Table 5 gives 0.4M for NCI1; the searched point has {n:,}, 
              'of 6 in the search (docs/results.md)')
 
 
+def nci1_long(reg: Registry, paper: Config):
+    """The model of ``mna/nci1.yaml`` trained to convergence: the paper's 100
+    epochs (1,300 steps at batch 256) leave it under-trained (docs/results.md);
+    only ``optim.max_epoch`` changes, the run keeps the epoch of best
+    validation accuracy."""
+    reg.add(Config(f'mna/{LONG}', f'MNA-GT on NCI1 trained to convergence: the model and '
+                   f'optimiser of configs/mna/nci1.yaml for {LONG_EPOCHS} epochs instead of the '
+                   'paper\'s 100, test accuracy at the epoch of best validation accuracy',
+                   merge(paper.cfg, {'optim': {'max_epoch': LONG_EPOCHS}}), paper.params,
+                   paper.params_src, paper.budget, paper.budget_src,
+                   notes=paper.notes + [f'not the paper\'s protocol: {LONG_EPOCHS} epochs; the '
+                                        'learning rate of the Transformer schedule depends on the '
+                                        'epoch only, so its first 100 epochs have those of '
+                                        'configs/mna/nci1.yaml'],
+                   rows=[Row(P, 'table2', BENCH_SEEDS, 'NCI1', 'MNA-GT', 'accuracy')]))
+
+
 def tu(reg: Registry):
     for name, ds in TU.items():
         key = name.lower()
@@ -90,9 +112,15 @@ def tu(reg: Registry):
         else:
             budget, bsrc = None, ('none stated (Table 5 has NCI1 only; COLLAB adds a '
                                   '492-degree embedding)')
-        reg.add(Config(f'mna/{key}.yaml', f'MNA-GT on {name} (MNA-GT Table 2)', base, None,
+        title = f'MNA-GT on {name} (MNA-GT Table 2)'
+        if name == 'NCI1':
+            title = ('MNA-GT on NCI1, the paper\'s protocol of 100 epochs (MNA-GT Table 2); the '
+                     f'same model trained to convergence: configs/mna/{LONG}')
+        reg.add(Config(f'mna/{key}.yaml', title, base, None,
                        'no public code; Table 5 rounds to 0.1M', budget, bsrc, notes=notes,
                        rows=[Row(P, 'table2', BENCH_SEEDS, name, 'MNA-GT', 'accuracy')]))
+        if name == 'NCI1':
+            nci1_long(reg, reg['mna/nci1.yaml'])
         if name == 'COLLAB':
             for fusion in ('sum', 'mean', 'concat'):
                 cfg = merge(base, {'mna': {'fusion': fusion}})
