@@ -63,12 +63,13 @@ def _merge_error(loader, node, explicit: Dict[Any, int], prefix: str,
     mapping sets itself over a merged group (a merge is shallow: the merged
     group's keys would be dropped whole). ``explicit``: the mapping's own
     keys and their lines."""
-    sources = _merge_sources(node)
+    sources = list({id(n): n for n in _merge_sources(node)}.values())  # each mapping once
     merged: Dict[Any, Tuple[int, Any]] = {}
     for source in sources:
         for k, v in _mapping_keys(loader, source, memo).items():
             line = source.start_mark.line + 1
-            if k in merged and k not in explicit:
+            # The same value node through two merges (both merge one anchor) loses nothing.
+            if k in merged and k not in explicit and merged[k][1] is not v:
                 first = merged[k][0]
                 where = f'line {line}' if line == first else f'lines {first} and {line}'
                 return (f"key '{prefix}{k}' is set by two merged mappings ('<<', the "

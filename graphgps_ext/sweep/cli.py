@@ -171,7 +171,8 @@ def _check(args, overrides: List[str]):
         if value.startswith('--') or value == '-h':
             raise SweepError(f"override '{key}' has the value '{value}', which main.py reads "
                              "as an option: give a value that does not start with '--'")
-    for flag, value in (('--python', args.python), ('--main', args.main)):
+    for flag, value in (('--python', args.python), ('--main', args.main),
+                        ('--results', args.results or '')):
         slurm.check_value(value, flag)
     keys = override_keys(overrides)
     if 'seed' in keys:

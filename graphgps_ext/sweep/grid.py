@@ -97,8 +97,8 @@ def read_grid(path: str) -> List[List[GridKey]]:
             lines = f.read().splitlines(keepends=True)
     except (OSError, UnicodeDecodeError) as err:
         raise SweepError(f"grid file '{path}' cannot be read as UTF-8 text: {err}") from None
-    keys: Dict[str, Tuple[str, str]] = {}  # key -> (alias, where), over every grid
-    by_alias: Dict[str, Tuple[str, str]] = {}  # alias -> (key, where)
+    keys: Dict[str, Tuple[str, int]] = {}  # key -> (alias, line), over every grid
+    by_alias: Dict[str, Tuple[str, int]] = {}  # alias -> (key, line)
     for n, raw in enumerate(lines, 1):
         line = raw.split('#', 1)[0].strip()
         if not line:
@@ -120,7 +120,7 @@ def read_grid(path: str) -> List[List[GridKey]]:
                              f'{text[:80]}') from None
         if not isinstance(values, (list, tuple)) or not values:
             raise SweepError(f"{where}: values of '{key}' must be a non-empty list, "
-                             f'got {text}')
+                             f'got {text[:80]}')
         grid = grids[-1]
         if any(g.key == key or g.alias == alias for g in grid):
             raise SweepError(f"{where}: key '{key}' or alias '{alias}' repeated")
@@ -130,13 +130,13 @@ def read_grid(path: str) -> List[List[GridKey]]:
         # columns are the aliases.
         if key in keys and keys[key][0] != alias:
             raise SweepError(f"{where}: key '{key}' has the alias '{alias}' here and "
-                             f"'{keys[key][0]}' at {keys[key][1]}: give it one alias")
+                             f"'{keys[key][0]}' on line {keys[key][1]}: give it one alias")
         if alias in by_alias and by_alias[alias][0] != key:
             raise SweepError(f"{where}: alias '{alias}' names both '{by_alias[alias][0]}' "
-                             f"({by_alias[alias][1]}) and '{key}': the points of the two "
+                             f"(line {by_alias[alias][1]}) and '{key}': the points of the two "
                              'would get the same names; give each key its own alias')
-        keys.setdefault(key, (alias, where))
-        by_alias.setdefault(alias, (key, where))
+        keys.setdefault(key, (alias, n))
+        by_alias.setdefault(alias, (key, n))
         grid.append(GridKey(key, alias, [list(v) if isinstance(v, tuple) else v
                                          for v in values]))
     grids = [g for g in grids if g]

@@ -793,7 +793,9 @@ def queued_owners() -> Optional[Dict[str, Tuple[str, str, str]]]:
         task = re.fullmatch(r'\d+_(\d+)', jobid)
         if task is None:
             continue
-        script = command.split()[0] if command.split() else ''
+        # The command is the script's path as submitted (it may hold spaces);
+        # a command with arguments is not a script of this module.
+        script = command.strip()
         if script not in scripts:
             scripts[script] = read_arrays(script)
         arrays = scripts[script]
