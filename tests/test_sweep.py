@@ -314,6 +314,13 @@ def test_two_configs_into_one_folder_are_refused(ws):
     (['--slurm', '--agg-mem', 'lots', 'configs/geaet/zinc.yaml'], "bad memory size 'lots'"),
     (['--bogus', 'configs/geaet/zinc.yaml'], 'unrecognized arguments: --bogus'),
     ([], 'no config given'),
+    (['--seeds', '0-999999', 'configs/geaet/zinc.yaml'], 'names more than 10,000 seeds'),
+    (['--seeds', '4294967296', 'configs/geaet/zinc.yaml'], "bad value 4294967296 for 'seed'"),
+    # main.py reads these values as its options: refused, rather than runs printing help.
+    (['configs/geaet/zinc.yaml', '--', 'run_name', '--help'],
+     "override 'run_name' has the value '--help', which main.py reads as an option"),
+    (['configs/geaet/zinc.yaml', '--', 'run_name', '-h'], "the value '-h'"),
+    (['configs/geaet/zinc.yaml', '--', 'optim.max_epoch', '--overwrite'], "value '--overwrite'"),
 ])
 def test_argument_errors(ws, args, message):
     rc, _ = ws('--dry-run', *args, check=False)
@@ -332,6 +339,12 @@ def test_plan_file_per_config_seeds(ws):
     (ws.root / 'bad').write_text('configs/geaet/zinc.yaml\n')
     rc, _ = ws('--dry-run', '--plan', 'bad', check=False)
     assert rc == 2 and 'bad:1: bad plan line' in ws.err
+
+
+def test_runs_are_counted_before_any_is_planned(ws):
+    (ws.root / 'plan').write_text('configs/geaet/zinc.yaml 0-9999\n' * 11)
+    rc, _ = ws('--dry-run', '--plan', 'plan', check=False)
+    assert rc == 2 and '11 config(s) with their seeds make 110,000 runs, more than 100,000' in ws.err
 
 
 # --------------------------------------------------------------------------- local

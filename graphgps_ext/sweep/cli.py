@@ -96,12 +96,15 @@ def build_parser() -> argparse.ArgumentParser:
                  '(--dependency=afterany on every array). A sweep larger than the\n'
                  "cluster's MaxArraySize becomes several arrays. With --gpus-per-task\n"
                  'G > 1 or --nodes N > 1 every run is data parallel on N nodes x G GPUs\n'
-                 '(srun + torchrun); with --cpu the tasks request no GPU. The requests\n'
-                 'are checked against the partition (scontrol, sinfo) before submitting,\n'
-                 'and seeds that queued or running tasks own are skipped (squeue).')
+                 '(srun + torchrun); with --cpu the tasks request no GPU. The partition\n'
+                 'must exist, and every request is checked against it (scontrol, sinfo)\n'
+                 'before submitting; seeds that queued or running tasks own are skipped\n'
+                 '(squeue). Every value written into a script is quoted (a control\n'
+                 'character is refused); see docs/distributed.md.')
     g.add_argument('--slurm', action='store_true', help='submit with sbatch')
     g.add_argument('--throttle', type=int, metavar='N',
-                   help='at most N array tasks at once (--array=...%%N)')
+                   help='at most N array tasks of the sweep at once (--array=...%%N; a sweep '
+                        'of several arrays runs them one after the other)')
     g.add_argument('--time', default='24:00:00', metavar='T', help='per-task time limit (default 24:00:00)')
     g.add_argument('--mem', default='32G', metavar='M', help='memory per task (default 32G)')
     g.add_argument('--partition', default='', metavar='P')
@@ -121,7 +124,9 @@ def build_parser() -> argparse.ArgumentParser:
                         'of it, at most 5 min); the run resumes from its last checkpoint '
                         '(adds train.auto_resume True)')
     g.add_argument('--sbatch-opt', action='append', default=[], metavar='OPT',
-                   help="extra '#SBATCH OPT' line (repeatable), e.g. --sbatch-opt --qos=high")
+                   help="extra '#SBATCH OPT' line (repeatable), e.g. --sbatch-opt --qos=high "
+                        '(its value quoted); not an option the launcher sets itself '
+                        '(--time, --mem, --partition, ...: use the launcher\'s own)')
     g.add_argument('--job-name', default=None, metavar='NAME', help='(default ggx-<first results name>)')
     g.add_argument('--agg-time', default=None, metavar='T',
                    help='aggregation job time (default a tenth of --time, 10 min to 1 h)')

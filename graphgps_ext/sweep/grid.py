@@ -14,7 +14,10 @@ the grids' Cartesian products. Every point becomes a config: the base YAML
 with the point's values, named after the aliases as GraphGym names them,
 ``<base>-<alias>=<value>-...``, with ``run_name`` that name and ``out_dir``
 ``<results>/<base>_grid_<grid>``. ``--sample N`` draws N distinct points
-uniformly from the space (seeded by ``--sample-seed``).
+uniformly from the space (seeded by ``--sample-seed``). The points are
+counted as a product before any is built (at most :data:`MAX_POINTS`), and
+every point has its own name: over the file one alias per key and one key
+per alias, and two points whose values print alike are refused.
 
 The point configs, ``search.json`` (the search: base, grid, points, the
 overrides and seeds of the screening, each point's fingerprint) and the
@@ -36,7 +39,10 @@ means) by the smaller standard deviation over seeds, then by the point's
 name. Two flags say when a ranking means little: ``warm-up``, the point's
 runs ended inside the learning-rate warm-up
 (:func:`~graphgps_ext.sweep.plan.never_leaves_warmup`), and ``tie``, its
-mean equals another point's (:data:`TIE_TOLERANCE`).
+mean equals another point's (:data:`TIE_TOLERANCE`); a point whose mean is
+NaN is flagged ``nan`` and not ranked. All points are ranked by one metric
+in one direction: a grid over :data:`RANKING_KEYS` is refused, and so is a
+summary whose points select on different metrics.
 """
 import ast
 import copy

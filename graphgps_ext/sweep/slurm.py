@@ -35,7 +35,7 @@ control character (:func:`check_value`); shell words are quoted with
 otherwise (:func:`sbatch_value`: a backslash, ``hetjob``, ``%`` in a file
 name). ``--sbatch-opt`` may not set an option the launcher writes and checks
 itself (:func:`sbatch_option`). Scripts get unique names, created
-exclusively (:func:`create_scripts`), so that two launches never share one.
+exclusively (:func:`reserve_scripts`), so that two launches never share one.
 """
 import datetime
 import os
@@ -378,22 +378,23 @@ def array_script(runs: Sequence[Run], python: Sequence[str], main: str,
     if any(r.target.overrides != overrides for r in runs):
         raise ValueError('every run of one array job has the same overrides')
     if agg_path is not None:
-        agg = _word(agg_path, 'the aggregation script')
         lines += [
+            f"AGG={_word(agg_path, 'the aggregation script')}",
             '# Restarted after the aggregation ran (a task requeued by hand after it',
             '# failed): aggregate again, after this array and after any aggregation of',
             '# this name, unless the recorded aggregation job is still pending.',
             'if (( ${SLURM_RESTART_COUNT:-0} > 0 )) && [[ -n ${SLURM_ARRAY_JOB_ID:-} ]]; then',
-            f'    aggid=$(cat {agg}.jobid 2>/dev/null)',
+            '    aggid=$(cat "$AGG.jobid" 2>/dev/null)',
             '    state=$( [[ -n $aggid ]] && squeue -h -j "$aggid" -o %T 2>/dev/null)',
             '    if [[ $state != PENDING ]]; then',
-            '        if newid=$(sbatch --parsable --dependency="afterany:${SLURM_ARRAY_JOB_ID},'
-            f'singleton" {agg}); then',
-            f'            echo "${{newid%%;*}}" >{agg}.jobid.$$ && mv -f {agg}.jobid.$$ {agg}.jobid',
+            '        if newid=$(sbatch --parsable '
+            '--dependency="afterany:${SLURM_ARRAY_JOB_ID},singleton" "$AGG"); then',
+            '            echo "${newid%%;*}" >"$AGG.jobid.$$"',
+            '            mv -f "$AGG.jobid.$$" "$AGG.jobid"',
             '            echo "restarted task: aggregation job ${newid%%;*} submitted" >&2',
             '        else',
-            f'            echo "restarted task: could not submit the aggregation; run sbatch {agg} '
-            'after this array" >&2',
+            '            echo "restarted task: could not submit the aggregation;" \\',
+            '                 "run: sbatch $AGG" >&2',
             '        fi',
             '    fi',
             'fi',
@@ -495,7 +496,7 @@ def agg_script(commands: Sequence[Sequence[str]], opt: SlurmOptions, root: str,
 def script_paths(slurm_dir: str, job_name: str, parts: int = 1) -> Tuple[List[str], str]:
     """The array scripts (one per part) and the aggregation script:
     ``<job name>-<date>-<time>-<random>``, unique to this launch (two
-    launches in one second get two names; :func:`create_scripts` makes
+    launches in one second get two names; :func:`reserve_scripts` makes
     sure)."""
     stamp = datetime.datetime.now().strftime('%Y%m%d-%H%M%S')
     base = os.path.join(slurm_dir, f'{job_name}-{stamp}-{secrets.token_hex(4)}')
