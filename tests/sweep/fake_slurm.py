@@ -26,7 +26,8 @@ what the launcher relies on:
   (``%N``), ``afterany`` / ``afterok`` / ``singleton`` dependencies and the
   partition's ``MaxTime``; each task takes one step (optionally running its
   script with bash and ``SLURM_*`` variables, its exit code deciding
-  ``COMPLETED`` or ``FAILED``). It records the most tasks that ran at once.
+  ``COMPLETED`` or ``FAILED``, its output appended to its ``--output``
+  file). It records the most tasks that ran at once.
 
 Without a reachable controller (``Cluster(down=True)``) every command fails
 as SLURM's do.
@@ -392,9 +393,16 @@ class Cluster:
                     if idx is not None:
                         task_env.update(SLURM_ARRAY_JOB_ID=str(job['id']),
                                         SLURM_ARRAY_TASK_ID=str(idx))
-                    rc = subprocess.run(['bash', job['script']], cwd=job['chdir'] or None,
-                                        env=task_env, capture_output=True, timeout=120
-                                        ).returncode
+                    proc = subprocess.run(['bash', job['script']], cwd=job['chdir'] or None,
+                                          env=task_env, capture_output=True, text=True,
+                                          timeout=120)
+                    rc = proc.returncode
+                    if job['output']:  # the job's output file, its pattern expanded
+                        path = re.sub('%[xAaj]', lambda m: {
+                            '%x': job['name'], '%A': str(job['id']), '%j': str(job['id']),
+                            '%a': str(idx)}[m.group()], job['output'])
+                        with open(os.path.join(job['chdir'] or '', path), 'a') as f:
+                            f.write(proc.stdout + proc.stderr)
                     fresh = Cluster.load(self.folder)  # the task may have submitted jobs
                     self.state['jobs'] += fresh.jobs[len(self.jobs):]
                     self.state['next_id'] = fresh.state['next_id']

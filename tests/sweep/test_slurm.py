@@ -9,13 +9,14 @@ import datetime
 import json
 import os
 import stat
+import sys
 
 import pytest
 
 from fake_slurm import Cluster, script_arguments
 from graphgps_ext.sweep import cli, slurm
 from graphgps_ext.sweep.plan import resolve
-from test_sweep import FAKE_PY
+from test_sweep import FAKE_PY, ROOT
 
 PARTITIONS = [
     {'PartitionName': 'gpu', 'Default': 'YES', 'MaxTime': '1-00:00:00', 'MaxNodes': '4',
@@ -312,3 +313,25 @@ def test_an_aggregation_with_nothing_to_aggregate_succeeds(ws):
     array, agg = cluster.jobs
     assert array['tasks']['0']['state'] == 'FAILED'
     assert agg['tasks']['-']['state'] == 'COMPLETED'
+
+
+def test_a_search_whose_runs_all_failed_ends_its_aggregation_completed(ws, tmp_path):
+    """The aggregation job of a search summarises for real (the launcher's
+    own interpreter; the runs the stand-in, which fails every run of a
+    config named *fail*): nothing to rank is said, and the job completes."""
+    real = tmp_path / 'bin' / 'both'
+    real.write_text('#!/bin/sh\n[ "$1 $2" = "-m graphgps_ext.sweep" ] && '
+                    f'exec {sys.executable} "$@"\nexec fakepy "$@"\n')
+    real.chmod(0o755)
+    (ws.root / 'g.txt').write_text('optim.base_lr lr [0.1,0.2]\n')
+    rc, out, err = ws('--slurm', '--python', 'both', '--grid', 'g.txt', 'configs/fail.yaml')
+    assert rc == 0, err
+    cluster = ws.cluster()
+    cluster.run(execute=True, env=dict(os.environ, PYTHONPATH=ROOT))
+    array, agg = cluster.jobs
+    assert [t['state'] for t in array['tasks'].values()] == ['FAILED', 'FAILED']
+    assert agg['tasks']['-'] == {'state': 'COMPLETED', 'restarts': 0, 'exit': 0}
+    log = (ws.root / 'results' / '_slurm' / f"{agg['name']}-{agg['id']}.out").read_text()
+    assert 'nothing to rank: no point of fail_grid_g has a finished seed' in log
+    search = ws.root / 'results' / '_search' / 'fail_grid_g'
+    assert (search / 'summary.csv').exists() and not (search / 'chosen.yaml').exists()
