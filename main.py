@@ -44,24 +44,29 @@ from typing import Callable, List, Optional, Sequence, Tuple, Type
 
 
 def _seed_list(text: str) -> List[int]:
-    from graphgps_ext.seeds import parse_seeds
+    from graphgps_ext.seeds import TooManySeeds, parse_seeds
     if not text.replace(',', '').strip():
         raise argparse.ArgumentTypeError(f'no seed in {text!r}')
     try:
         return parse_seeds(text)
+    except TooManySeeds as err:
+        raise argparse.ArgumentTypeError(str(err)) from None
     except ValueError:
         raise argparse.ArgumentTypeError(
             'takes comma-separated integers or ranges, e.g. 0,1,2 or 0-4,8; '
             f'got {text!r}') from None
 
 
-def _positive(text: str) -> int:
+def _repeat(text: str) -> int:
+    from graphgps_ext.seeds import MAX_SEEDS
     try:
         value = int(text)
     except ValueError:
         value = 0
-    if value < 1:
-        raise argparse.ArgumentTypeError(f'takes an integer >= 1, got {text!r}')
+    if not 1 <= value <= MAX_SEEDS:
+        raise argparse.ArgumentTypeError(
+            f'takes an integer from 1 to {MAX_SEEDS:,} (seeds seed .. seed+N-1), '
+            f'got {text!r}')
     return value
 
 
@@ -72,7 +77,7 @@ def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
     parser.add_argument('--cfg', dest='cfg_file', required=True,
                         help='YAML config file')
     group = parser.add_mutually_exclusive_group()
-    group.add_argument('--repeat', type=_positive, default=1,
+    group.add_argument('--repeat', type=_repeat, default=1,
                        help='run seeds seed, seed+1, ..., seed+N-1 (default 1)')
     group.add_argument('--seeds', type=_seed_list, default=None,
                        help='seeds, e.g. 0,1,2 or 0-4 (overrides seed)')
@@ -92,17 +97,27 @@ def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
     argv = list(sys.argv[1:] if argv is None else argv)
     args = parser.parse_args(argv)
     # Options written after the overrides (``... optim.base_lr 0.1
-    # --overwrite``) are options too: no config key starts with '--'.
+    # --overwrite``) are options too: no config key starts with '--'. The
+    # overrides are read as KEY VALUE pairs: a VALUE that reads as an option
+    # (``run_name --help``) is refused, neither taken as the option nor
+    # passed on as a value.
+    options = parser._option_string_actions
     flags, opts, i = [], [], 0
     while i < len(args.opts):
-        action = parser._option_string_actions.get(args.opts[i])
-        if action is None or not args.opts[i].startswith('--'):
-            opts.append(args.opts[i])
-            i += 1
+        word = args.opts[i]
+        action = options.get(word)
+        if action is not None and word.startswith('--'):
+            width = 1 if action.nargs == 0 else 2
+            flags += args.opts[i:i + width]
+            i += width
             continue
-        width = 1 if action.nargs == 0 else 2
-        flags += args.opts[i:i + width]
-        i += width
+        pair = args.opts[i:i + 2]
+        if len(pair) == 2 and (pair[1].startswith('--') or pair[1] in options):
+            parser.error(f"override '{word}' has the value '{pair[1]}', which reads as an "
+                         'option: give KEY VALUE pairs whose values do not start with '
+                         "'--' (options go before or after the pairs)")
+        opts += pair
+        i += 2
     if flags:
         args = parser.parse_args(argv[:len(argv) - len(args.opts)] + flags)
         args.opts = opts

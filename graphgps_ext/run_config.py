@@ -164,13 +164,24 @@ def seed_list(cfg: CfgNode, seeds: Optional[Sequence[int]] = None,
                repeat: int = 1) -> List[int]:
     """The seeds a run trains: ``seeds`` (``--seeds``), else ``cfg.seed``
     ... ``cfg.seed + repeat - 1`` (``--repeat``). Each is checked against
-    the range declared for ``seed`` at start, so a seed out of range is
-    refused (:class:`ConfigError`) before the first one trains."""
+    the range declared for ``seed`` at start, and their number against
+    :data:`graphgps_ext.seeds.MAX_SEEDS` before the list is built, so a
+    seed out of range or a list beyond the bound is refused
+    (:class:`ConfigError`) before the first one trains."""
     from graphgps_ext.config import check_key
-    given = list(seeds) if seeds is not None else \
-        list(range(cfg.seed, cfg.seed + max(1, repeat)))
+    from graphgps_ext.seeds import MAX_SEEDS
+    repeat = max(1, repeat)
     flag = '--seeds' if seeds is not None else f'seed {cfg.seed} with --repeat {repeat}'
-    for seed in (given[-1:] if seeds is None else given):
+    if seeds is None:
+        problem = check_key('seed', cfg.seed + repeat - 1, f'from {flag}')
+        if problem:
+            raise ConfigError(problem)
+    if (len(seeds) if seeds is not None else repeat) > MAX_SEEDS:
+        raise ConfigError(f'{flag} names more than {MAX_SEEDS:,} seeds: give at most '
+                          f'{MAX_SEEDS:,}')
+    given = list(seeds) if seeds is not None else \
+        list(range(cfg.seed, cfg.seed + repeat))
+    for seed in (given if seeds is not None else []):
         problem = check_key('seed', seed, f'from {flag}')
         if problem:
             raise ConfigError(problem)

@@ -377,7 +377,19 @@ def test_results_below_a_file_exit_2_at_start(work, in_process, capsys, tmp_path
 
 
 @pytest.mark.parametrize('argv, message', [
-    (['--repeat', '0'], "--repeat: takes an integer >= 1, got '0'"),
+    (['--repeat', '0'], "--repeat: takes an integer from 1 to 10,000 (seeds seed .. seed+N-1), "
+                        "got '0'"),
+    (['--repeat', '1000000000'], "got '1000000000'"),
+    (['--repeat', '5000000000'], "got '5000000000'"),
+    (['--repeat', '1e9'], "from 1 to 10,000"),
+    (['--seeds', '0-999999'], "--seeds '0-999999' names more than 10,000 seeds"),
+    # A KEY VALUE pair whose value reads as an option: neither the option nor a value.
+    (['run_name', '--help'], "override 'run_name' has the value '--help', which reads as an "
+                             'option'),
+    (['run_name', '-h'], "value '-h'"),
+    (['optim.base_lr', '0.1', 'out_dir', '--overwrite'], "override 'out_dir' has the value "
+                                                         "'--overwrite'"),
+    (['gt.layers', '--seeds', '3'], "override 'gt.layers' has the value '--seeds'"),
     (['--seeds', 'a,b'], "--seeds: takes comma-separated integers"),
     (['--seeds', ','], 'no seed'),
     (['--repeat', '2', '--seeds', '1'], 'not allowed with'),
@@ -395,3 +407,5 @@ def test_options_after_the_overrides_are_options():
                             '--overwrite', '--seeds', '3,4', 'gt.layers', '2'])
     assert args.overwrite and args.seeds == [3, 4]
     assert args.opts == ['optim.base_lr', '-1', 'gt.layers', '2']
+    args = main.parse_args(['--cfg', 'x.yaml', 'run_name', '-x', '--overwrite'])
+    assert args.overwrite and args.opts == ['run_name', '-x']

@@ -83,11 +83,15 @@ fi
 echo "$((1000 + n));cluster"
 '''
 
-# Stand-in SLURM queries: each prints $FAKE_<NAME> (scontrol: by subcommand)
-# and fails, as without a reachable controller, when it is unset.
+# Stand-in SLURM queries: each prints $FAKE_<NAME> (scontrol: by subcommand,
+# the word after its options and 'show') and fails, as without a reachable
+# controller, when it is unset.
 FAKE_QUERY = r'''#!/usr/bin/env bash
 name=$(basename "$0")
-[[ $name == scontrol ]] && name=scontrol_$2
+if [[ $name == scontrol ]]; then
+    words=(); for w in "$@"; do [[ $w == -* || $w == show ]] || words+=("$w"); done
+    name=scontrol_${words[0]}
+fi
 echo "$name $*" >>"$FAKE_SUBMIT/../queries"
 var=FAKE_${name^^}
 [[ -n ${!var+x} ]] || { echo "$name: error: Unable to contact slurm controller" >&2; exit 1; }
@@ -310,6 +314,13 @@ def test_two_configs_into_one_folder_are_refused(ws):
     (['--slurm', '--agg-mem', 'lots', 'configs/geaet/zinc.yaml'], "bad memory size 'lots'"),
     (['--bogus', 'configs/geaet/zinc.yaml'], 'unrecognized arguments: --bogus'),
     ([], 'no config given'),
+    (['--seeds', '0-999999', 'configs/geaet/zinc.yaml'], 'names more than 10,000 seeds'),
+    (['--seeds', '4294967296', 'configs/geaet/zinc.yaml'], "bad value 4294967296 for 'seed'"),
+    # main.py reads these values as its options: refused, rather than runs printing help.
+    (['configs/geaet/zinc.yaml', '--', 'run_name', '--help'],
+     "override 'run_name' has the value '--help', which main.py reads as an option"),
+    (['configs/geaet/zinc.yaml', '--', 'run_name', '-h'], "the value '-h'"),
+    (['configs/geaet/zinc.yaml', '--', 'optim.max_epoch', '--overwrite'], "value '--overwrite'"),
 ])
 def test_argument_errors(ws, args, message):
     rc, _ = ws('--dry-run', *args, check=False)
@@ -328,6 +339,12 @@ def test_plan_file_per_config_seeds(ws):
     (ws.root / 'bad').write_text('configs/geaet/zinc.yaml\n')
     rc, _ = ws('--dry-run', '--plan', 'bad', check=False)
     assert rc == 2 and 'bad:1: bad plan line' in ws.err
+
+
+def test_runs_are_counted_before_any_is_planned(ws):
+    (ws.root / 'plan').write_text('configs/geaet/zinc.yaml 0-9999\n' * 11)
+    rc, _ = ws('--dry-run', '--plan', 'plan', check=False)
+    assert rc == 2 and '11 config(s) with their seeds make 110,000 runs, more than 100,000' in ws.err
 
 
 # --------------------------------------------------------------------------- local
@@ -708,7 +725,7 @@ def test_partition_warning_and_a_partition_without_gpus(ws, monkeypatch):
     # The partition asked for by name.
     ws('--slurm', '--dry-run', '--cpu', '--mem', '4G', '--cpus-per-task', '2',
        '--partition', 'small', 'configs/geaet/zinc.yaml')
-    assert 'show partition --oneliner small' in (ws.root / 'queries').read_text()
+    assert 'sinfo -h -N -p small' in (ws.root / 'queries').read_text()
 
 
 def test_relaunch_skips_seeds_that_queued_tasks_or_live_runs_own(ws, monkeypatch):
@@ -809,7 +826,7 @@ def test_runs_per_gpu_in_a_slurm_task(ws, monkeypatch):
     script = (ws.root / 'submit' / 'script0').read_text()
     assert '#SBATCH --array=0-2' in script and 'K=2' in script
     assert '#SBATCH --gpus-per-task=1' in script
-    path = next(ws.root.glob('results/_slurm/*[0-9].sbatch'))
+    path = next(p for p in ws.root.glob('results/_slurm/*.sbatch') if '-agg' not in p.name)
     monkeypatch.setenv('FAKE_SECONDS', '0.6')
     env = dict(_task_env(ws, 0), SLURM_CPUS_PER_TASK='8')
     subprocess.run(['bash', str(path)], cwd=ws.root, check=True, timeout=30, env=env)
@@ -848,7 +865,7 @@ def test_requeue_stops_the_runs_then_requeues_the_task(ws, monkeypatch):
     ws.expect_fingerprints()
     ws('--slurm', '--python', 'fakepy', '--requeue', '--seeds', '0-1', '--runs-per-gpu', '2',
        '--no-agg', 'configs/geaet/zinc.yaml')
-    path = next(ws.root.glob('results/_slurm/*[0-9].sbatch'))
+    path = next(p for p in ws.root.glob('results/_slurm/*.sbatch') if '-agg' not in p.name)
     env = dict(_task_env(ws, 0), SLURM_ARRAY_JOB_ID='77', FAKE_SECONDS='60')
     task = subprocess.Popen(['bash', str(path)], cwd=ws.root, env=env,
                             stderr=subprocess.PIPE, text=True)
@@ -865,4 +882,4 @@ def test_requeue_stops_the_runs_then_requeues_the_task(ws, monkeypatch):
     assert 'time limit near: stop the runs, requeue' in err
     # Both runs were stopped (no done marker), then the task requeued itself.
     assert not list(ws.root.glob('results/geaet-zinc/*/done'))
-    assert 'scontrol_77_0 requeue 77_0' in (ws.root / 'queries').read_text()
+    assert 'scontrol_requeue requeue 77_0' in (ws.root / 'queries').read_text()

@@ -2,7 +2,7 @@
 YAML parsing (duplicate keys, alias bombs refused), type coercion to each
 key's default, and merging with unknown keys named."""
 import os
-from typing import Any, Dict, List, Optional, Sequence
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import yaml
 from yacs.config import CfgNode
@@ -19,23 +19,95 @@ YAML_MAX_NODES = 100_000
 YAML_MAX_DEPTH = 64
 
 
-def _duplicate_key_error(loader, node, prefix: str = '') -> Optional[str]:
+_MERGE = 'tag:yaml.org,2002:merge'
+
+
+def _key(loader, key_node):
+    return loader.construct_object(key_node, deep=True) \
+        if isinstance(key_node, yaml.ScalarNode) else id(key_node)
+
+
+def _merge_sources(node) -> List[Any]:
+    """The mappings that ``<<`` keys of the mapping ``node`` merge in, in
+    order (``<<: *a`` or ``<<: [*a, *b]``; anything else is left to the
+    YAML constructor's own error)."""
+    out = []
+    for key_node, value in node.value:
+        if key_node.tag == _MERGE:
+            items = value.value if isinstance(value, yaml.SequenceNode) else [value]
+            out += [v for v in items if isinstance(v, yaml.MappingNode)]
+    return out
+
+
+def _mapping_keys(loader, node, memo: Dict[int, Dict[Any, Any]]) -> Dict[Any, Any]:
+    """``{key: value node}`` of what the mapping ``node`` holds once its own
+    merges are applied (its keys first, then each merge's, the first
+    winning, as YAML does)."""
+    if id(node) not in memo:
+        keys: Dict[Any, Any] = {}
+        for key_node, value in node.value:
+            if key_node.tag != _MERGE:
+                keys.setdefault(_key(loader, key_node), value)
+        for source in _merge_sources(node):
+            for k, v in _mapping_keys(loader, source, memo).items():
+                keys.setdefault(k, v)
+        memo[id(node)] = keys
+    return memo[id(node)]
+
+
+def _merge_error(loader, node, explicit: Dict[Any, int], prefix: str,
+                 memo: Dict[int, Dict[Any, Any]]) -> Optional[str]:
+    """Why the ``<<`` merges of the mapping ``node`` would lose a value
+    silently, else ``None``: a key that two merged mappings set (YAML keeps
+    the first) and that the mapping does not set itself, or a group that the
+    mapping sets itself over a merged group (a merge is shallow: the merged
+    group's keys would be dropped whole). ``explicit``: the mapping's own
+    keys and their lines."""
+    sources = list({id(n): n for n in _merge_sources(node)}.values())  # each mapping once
+    merged: Dict[Any, Tuple[int, Any]] = {}
+    for source in sources:
+        for k, v in _mapping_keys(loader, source, memo).items():
+            line = source.start_mark.line + 1
+            # The same value node through two merges (both merge one anchor) loses nothing.
+            if k in merged and k not in explicit and merged[k][1] is not v:
+                first = merged[k][0]
+                where = f'line {line}' if line == first else f'lines {first} and {line}'
+                return (f"key '{prefix}{k}' is set by two merged mappings ('<<', the "
+                        f'mappings at {where}): YAML would silently keep the first and '
+                        f"drop the other; set '{k}' in only one of them, or set "
+                        f"'{prefix}{k}' explicitly beside the '<<'")
+            merged.setdefault(k, (line, v))
+    for k, line in explicit.items():
+        if k in merged and isinstance(merged[k][1], yaml.MappingNode):
+            own = next(v for kn, v in node.value if kn.tag != _MERGE and _key(loader, kn) == k)
+            if isinstance(own, yaml.MappingNode):
+                return (f"group '{prefix}{k}' (line {line}) replaces the group '{k}' merged "
+                        f"in by '<<' (line {merged[k][0]}) whole: a YAML merge is shallow, so "
+                        'the merged keys of that group would be silently dropped; write the '
+                        'keys of the group out in full, without the merge')
+    return None
+
+
+def _duplicate_key_error(loader, node, prefix: str = '',
+                         memo: Optional[Dict[int, Dict[Any, Any]]] = None) -> Optional[str]:
     """The first key given twice in one mapping under ``node`` (YAML keeps
     the last silently), named with its dotted path and both lines, else
-    ``None``. Keys merged in by ``<<: *anchor`` may be overridden."""
+    ``None``. Keys merged in by ``<<: *anchor`` may be overridden by a value
+    of the mapping itself; a key two merges set, or a group replaced over a
+    merged group, is refused too (:func:`_merge_error`)."""
+    memo = {} if memo is None else memo
     if isinstance(node, yaml.SequenceNode):
         for item in node.value:
-            problem = _duplicate_key_error(loader, item, prefix)
+            problem = _duplicate_key_error(loader, item, prefix, memo)
             if problem:
                 return problem
     if not isinstance(node, yaml.MappingNode):
         return None
     seen: Dict[Any, int] = {}
     for key_node, value in node.value:
-        if key_node.tag == 'tag:yaml.org,2002:merge':
+        if key_node.tag == _MERGE:
             continue
-        key = loader.construct_object(key_node, deep=True) \
-            if isinstance(key_node, yaml.ScalarNode) else id(key_node)
+        key = _key(loader, key_node)
         line = key_node.start_mark.line + 1
         if key in seen:
             lines = f'line {line}' if line == seen[key] else \
@@ -44,10 +116,10 @@ def _duplicate_key_error(loader, node, prefix: str = '') -> Optional[str]:
                     'silently keep the second and drop the first; merge the two '
                     'into one')
         seen[key] = line
-        problem = _duplicate_key_error(loader, value, f'{prefix}{key}.')
+        problem = _duplicate_key_error(loader, value, f'{prefix}{key}.', memo)
         if problem:
             return problem
-    return None
+    return _merge_error(loader, node, seen, prefix, memo)
 
 
 def _yaml_size_error(root) -> Optional[str]:

@@ -12,9 +12,10 @@ from typing import Callable, List, Optional, Sequence, Tuple
 from graphgps_ext.run_dir import Results, SearchDir, write_yaml
 from graphgps_ext.sweep import grid as gridlib
 from graphgps_ext.sweep import local, slurm
-from graphgps_ext.sweep.plan import (Plan, SweepError, Target, agg_command, expand_config,
-                                     main_command, make_plan, never_leaves_warmup,
-                                     override_keys, parse_seeds, read_plan)
+from graphgps_ext.sweep.plan import (Plan, SweepError, Target, agg_command, check_runs,
+                                     expand_config, main_command, make_plan,
+                                     never_leaves_warmup, override_keys, parse_seeds,
+                                     read_plan)
 
 PROG = 'python -m graphgps_ext.sweep'
 
@@ -95,12 +96,15 @@ def build_parser() -> argparse.ArgumentParser:
                  '(--dependency=afterany on every array). A sweep larger than the\n'
                  "cluster's MaxArraySize becomes several arrays. With --gpus-per-task\n"
                  'G > 1 or --nodes N > 1 every run is data parallel on N nodes x G GPUs\n'
-                 '(srun + torchrun); with --cpu the tasks request no GPU. The requests\n'
-                 'are checked against the partition (scontrol, sinfo) before submitting,\n'
-                 'and seeds that queued or running tasks own are skipped (squeue).')
+                 '(srun + torchrun); with --cpu the tasks request no GPU. The partition\n'
+                 'must exist, and every request is checked against it (scontrol, sinfo)\n'
+                 'before submitting; seeds that queued or running tasks own are skipped\n'
+                 '(squeue). Every value written into a script is quoted (a control\n'
+                 'character is refused); see docs/distributed.md.')
     g.add_argument('--slurm', action='store_true', help='submit with sbatch')
     g.add_argument('--throttle', type=int, metavar='N',
-                   help='at most N array tasks at once (--array=...%%N)')
+                   help='at most N array tasks of the sweep at once (--array=...%%N; a sweep '
+                        'of several arrays runs them one after the other)')
     g.add_argument('--time', default='24:00:00', metavar='T', help='per-task time limit (default 24:00:00)')
     g.add_argument('--mem', default='32G', metavar='M', help='memory per task (default 32G)')
     g.add_argument('--partition', default='', metavar='P')
@@ -120,7 +124,9 @@ def build_parser() -> argparse.ArgumentParser:
                         'of it, at most 5 min); the run resumes from its last checkpoint '
                         '(adds train.auto_resume True)')
     g.add_argument('--sbatch-opt', action='append', default=[], metavar='OPT',
-                   help="extra '#SBATCH OPT' line (repeatable), e.g. --sbatch-opt --qos=high")
+                   help="extra '#SBATCH OPT' line (repeatable), e.g. --sbatch-opt --qos=high "
+                        '(its value quoted); not an option the launcher sets itself '
+                        '(--time, --mem, --partition, ...: use the launcher\'s own)')
     g.add_argument('--job-name', default=None, metavar='NAME', help='(default ggx-<first results name>)')
     g.add_argument('--agg-time', default=None, metavar='T',
                    help='aggregation job time (default a tenth of --time, 10 min to 1 h)')
@@ -162,6 +168,17 @@ def _check(args, overrides: List[str]):
     if len(overrides) % 2:
         raise SweepError('overrides after -- must be KEY VALUE pairs, got: '
                          + ' '.join(overrides))
+    for key, value in zip(overrides[0::2], overrides[1::2]):
+        slurm.check_value(key, 'the override key')
+        slurm.check_value(value, f"the value of the override '{key}'")
+        # main.py reads a value that starts with '--' (or '-h') as its option:
+        # refused here as there, rather than running a run that only prints help.
+        if value.startswith('--') or value == '-h':
+            raise SweepError(f"override '{key}' has the value '{value}', which main.py reads "
+                             "as an option: give a value that does not start with '--'")
+    for flag, value in (('--python', args.python), ('--main', args.main),
+                        ('--results', args.results or '')):
+        slurm.check_value(value, flag)
     keys = override_keys(overrides)
     if 'seed' in keys:
         raise SweepError("give seeds with --seeds, not the override 'seed'")
@@ -216,6 +233,8 @@ def _pairs(args, plan_pairs) -> List[Tuple[str, List[int]]]:
         items += [(c, seeds) for c in expand_config(arg)]
     if not items:
         raise SweepError(f'no config given (see {PROG} --help)')
+    check_runs(sum(len(seeds) for _, seeds in items),
+               f'{len(items):,} config(s) with their seeds')
     return items
 
 
@@ -235,13 +254,14 @@ def _grid_pairs(args, overrides: List[str], seeds: List[int], say, scratch: Opti
     search folder and the search record (without fingerprints). With
     ``scratch`` (a dry run) the configs are written there instead, and the
     record names the paths they would have."""
-    from graphgps_ext.config import closest, flatten, read_yaml
+    from graphgps_ext.config import ConfigError, closest, flatten, read_yaml
     from graphgps_ext.identity import effective_fingerprint
     from graphgps_ext.run_config import default_cfg, load_cfg
     from graphgps_ext.sweep.plan import resolve
     if len(args.configs) != 1 or args.plan:
         raise SweepError('--grid takes exactly one CONFIG (the base) and no --plan')
     base = args.configs[0]
+    gridlib.check_name(base, 'base config')
     if not os.path.isfile(base):
         raise SweepError(f"config file '{base}' does not exist")
     if 'run_name' in override_keys(overrides):
@@ -258,12 +278,18 @@ def _grid_pairs(args, overrides: List[str], seeds: List[int], say, scratch: Opti
                                  + (f"; did you mean '{hint[0]}'?" if hint else ''))
             if k.key in override_keys(overrides):
                 raise SweepError(f"'{k.key}' is searched by {args.grid}: do not override it")
+            if k.key in gridlib.RANKING_KEYS:
+                raise SweepError(f"{args.grid}: a search cannot search '{k.key}': its points "
+                                 'are ranked by one validation metric in one direction; '
+                                 f"set {k.key} in the base config (or after --) and run one "
+                                 'search per metric')
             aliases.setdefault(k.key, k.alias)
     root = resolved.out_dir
     task = gridlib.task_name(base, args.grid)
     search_dir = Results(root).search(task)
     cfg_dir = SearchDir(search_dir).configs
     pts = gridlib.points(gridlib.stem(base), grids, args.sample, args.sample_seed)
+    check_runs(len(pts) * len(seeds), f'{len(pts):,} points x {len(seeds):,} seeds')
     base_yaml = read_yaml(base)
     names = {f'{p.name}.yaml' for p in pts}
     if scratch is None:
@@ -278,8 +304,14 @@ def _grid_pairs(args, overrides: List[str], seeds: List[int], say, scratch: Opti
                                     run_name=p.name)
         write_yaml(path, tree, f'Point {p.name} of the search {task}: {base} with '
                                f'{args.grid}\n(python -m graphgps_ext.sweep --grid).')
-        fps.append(effective_fingerprint(load_cfg(path, list(overrides) + ['accelerator', 'cpu']),
-                                         default_cfg()))
+        try:
+            cfg = load_cfg(path, list(overrides) + ['accelerator', 'cpu'])
+        except ConfigError as err:
+            values = ', '.join(f'{k} {v!r}' for k, v in p.values.items())
+            raise SweepError(f'{args.grid}: point {p.name} ({values}) is not a valid config: '
+                             f"{str(err).replace(path, 'its config')}; change the grid's "
+                             'values') from None
+        fps.append(effective_fingerprint(cfg, default_cfg()))
     # Points that build the same run (they differ only in keys without effect) run once.
     kept, duplicates, no_effect = gridlib.same_runs(pts, fps)
     for key in no_effect:
@@ -321,8 +353,11 @@ def summarize_command(search_dir: str, say: Callable[[str], None] = print) -> in
     say(gridlib.format_summary(ranked, search))
     best = [r for r in ranked if r.rank == 1]
     if not best:
-        say('no point has a finished seed yet')
-        return 1
+        # Nothing to rank is an answer, not a failure (the aggregation job of
+        # a search whose runs all failed ends COMPLETED, saying so).
+        say(f"nothing to rank: no point of {search['task']} has a finished seed (its runs "
+            'failed or did not run yet; see their logs); summary written, no chosen config')
+        return 0
     b = best[0]
     metric = search.get('metric')
     say(f"chosen: {b.point['name']} (val {metric} {gridlib._fmt(b.val)}, test {metric} "
@@ -343,9 +378,10 @@ def main(argv: Optional[Sequence[str]] = None, plan_pairs=None,
     (``run/reproduce.sh``)."""
     opts, overrides = split_argv(sys.argv[1:] if argv is None else argv)
     args = build_parser().parse_args(opts)
+    from graphgps_ext.config import ConfigError
     try:
         return _main(args, overrides, plan_pairs, say)
-    except SweepError as err:
+    except (SweepError, ConfigError) as err:
         print(f'sweep: error: {err}', file=sys.stderr)
         return 2
 
@@ -493,13 +529,8 @@ def _slurm(args, plan: Plan, python, opt: slurm.SlurmOptions, aggs, folders, ski
     if args.no_partition_check:
         say('# partition not checked (--no-partition-check)')
     else:
-        part = slurm.partition_info(opt.partition)
-        if part is None:
-            say(f"# partition {opt.partition or '(default)'} not checked: scontrol show "
-                'partition did not answer')
-        else:
-            for line in slurm.check_partition(opt, part):
-                say(line)
+        for line in slurm.check_partitions(opt):
+            say(line)
     if args.max_array_size is not None:
         size, source = args.max_array_size, '--max-array-size'
     else:
@@ -507,16 +538,25 @@ def _slurm(args, plan: Plan, python, opt: slurm.SlurmOptions, aggs, folders, ski
     parts = slurm.split(plan.runs, size, opt.runs_per_task)
     root = os.getcwd()
     slurm_dir = os.path.join(root, slurm_dir)
-    scripts, agg = slurm.script_paths(slurm_dir, opt.job_name, len(parts))
-    texts = [slurm.array_script(runs, python, args.main, opt, root, slurm_dir, script)
+    if args.dry_run:
+        scripts, agg = slurm.script_paths(slurm_dir, opt.job_name, len(parts))
+    else:
+        scripts, agg = slurm.reserve_scripts(slurm_dir, opt.job_name, len(parts), bool(aggs))
+    agg_path = agg if aggs else None
+    texts = [slurm.array_script(runs, python, args.main, opt, root, slurm_dir, script, agg_path)
              for runs, script in zip(parts, scripts)]
     agg_text = slurm.agg_script(aggs, opt, root, slurm_dir, folders) if aggs else None
     tasks = [-(-len(runs) // opt.runs_per_task) for runs in parts]
     per = f', {opt.runs_per_task} runs per task' if opt.runs_per_task > 1 else ''
+    # With a throttle, each array waits for the one before: the throttle
+    # (a limit per array job in SLURM) holds over the whole sweep.
+    chain = bool(opt.throttle) and len(parts) > 1
     if len(parts) > 1:
         say(f'# {len(plan.runs)} runs in {sum(tasks)} tasks{per} exceed the array size '
             f'{size} ({source}): {len(parts)} array jobs of {", ".join(map(str, tasks))} '
-            'tasks' + ('; the aggregation after all of them' if agg_text else ''))
+            'tasks' + (f', one after the other (--throttle {opt.throttle} over the whole '
+                       'sweep)' if chain else '')
+            + ('; the aggregation after all of them' if agg_text else ''))
     if args.dry_run:
         for n, (script, text) in enumerate(zip(scripts, texts)):
             say(f'# --- {script} ({tasks[n]} tasks, {len(parts[n])} runs{per}'
@@ -526,20 +566,20 @@ def _slurm(args, plan: Plan, python, opt: slurm.SlurmOptions, aggs, folders, ski
             say(f'# --- {agg}')
             say(agg_text.rstrip('\n'))
         say('# --- submission')
+        ids = [f'<jobid{n + 1}>' if len(scripts) > 1 else '<jobid>' for n in range(len(scripts))]
         for n, script in enumerate(scripts):
-            say(f'sbatch --parsable {script}')
+            dep = f'--dependency=afterany:{ids[n - 1]} ' if chain and n else ''
+            say(f'sbatch --parsable {dep}{shlex.quote(script)}')
         if agg_text:
-            deps = ':'.join(f'<jobid{n + 1}>' if len(scripts) > 1 else '<jobid>'
-                            for n in range(len(scripts)))
-            say(f'sbatch --parsable --dependency=afterany:{deps} {agg}')
+            say(f"sbatch --parsable --dependency=afterany:{':'.join(ids)} {shlex.quote(agg)}")
         return 0
     from graphgps_ext.files import write_text
-    os.makedirs(slurm_dir, exist_ok=True)
-    jobids = []
+    jobids: List[str] = []
     for n, (script, text) in enumerate(zip(scripts, texts)):
         write_text(script, text)
         try:
-            jobids.append(slurm.sbatch([script]))
+            dep = [f'--dependency=afterany:{jobids[-1]}'] if chain and n else []
+            jobids.append(slurm.sbatch([*dep, script]))
         except RuntimeError as err:
             print(f'sweep: sbatch refused the array job {script}: {err}'
                   + (f' (array jobs {", ".join(jobids)} are submitted; rerun the same '
@@ -547,7 +587,8 @@ def _slurm(args, plan: Plan, python, opt: slurm.SlurmOptions, aggs, folders, ski
                   file=sys.stderr)
             return 1
         say(f'submitted array job {jobids[-1]} ({tasks[n]} tasks{per}'
-            + (f'; {skipped}' if n == 0 else '') + f'): {script}')
+            + (f'; {skipped}' if n == 0 else '')
+            + (f'; after {jobids[-2]}' if chain and n else '') + f'): {script}')
     if agg_text:
         write_text(agg, agg_text)
         try:
@@ -557,5 +598,6 @@ def _slurm(args, plan: Plan, python, opt: slurm.SlurmOptions, aggs, folders, ski
                   f'submitted: aggregate after them with --agg-mem/--agg-time/--agg-cpus '
                   f'set, or run: ' + '; '.join(shlex.join(c) for c in aggs), file=sys.stderr)
             return 1
+        write_text(agg + '.jobid', aggid + '\n')  # read by a restarted task
         say(f'submitted aggregation job {aggid} (after {", ".join(jobids)}): {agg}')
     return 0

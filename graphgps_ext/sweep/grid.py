@@ -14,7 +14,10 @@ the grids' Cartesian products. Every point becomes a config: the base YAML
 with the point's values, named after the aliases as GraphGym names them,
 ``<base>-<alias>=<value>-...``, with ``run_name`` that name and ``out_dir``
 ``<results>/<base>_grid_<grid>``. ``--sample N`` draws N distinct points
-uniformly from the space (seeded by ``--sample-seed``).
+uniformly from the space (seeded by ``--sample-seed``). The points are
+counted as a product before any is built (at most :data:`MAX_POINTS`), and
+every point has its own name: over the file one alias per key and one key
+per alias, and two points whose values print alike are refused.
 
 The point configs, ``search.json`` (the search: base, grid, points, the
 overrides and seeds of the screening, each point's fingerprint) and the
@@ -36,7 +39,10 @@ means) by the smaller standard deviation over seeds, then by the point's
 name. Two flags say when a ranking means little: ``warm-up``, the point's
 runs ended inside the learning-rate warm-up
 (:func:`~graphgps_ext.sweep.plan.never_leaves_warmup`), and ``tie``, its
-mean equals another point's (:data:`TIE_TOLERANCE`).
+mean equals another point's (:data:`TIE_TOLERANCE`); a point whose mean is
+NaN is flagged ``nan`` and not ranked. All points are ranked by one metric
+in one direction: a grid over :data:`RANKING_KEYS` is refused, and so is a
+summary whose points select on different metrics.
 """
 import ast
 import copy
@@ -53,6 +59,26 @@ from graphgps_ext.sweep.plan import SweepError, never_leaves_warmup
 
 _ALIAS = re.compile(r'[A-Za-z0-9_.+]+')
 
+#: Points a search may have (the grids' product, counted before any point is
+#: built; ``--sample N`` draws at most this many). Each point is a config
+#: written, resolved and run over the seeds: a grid beyond this is a typo or
+#: wants ``--sample``.
+MAX_POINTS = 10_000
+#: Bytes of a grid file (a grid has a few lines).
+MAX_GRID_BYTES = 1 << 20
+#: Keys a search cannot search: every point is ranked by one metric in one
+#: direction (a point selecting on f1 is not comparable with one on accuracy).
+RANKING_KEYS = ('metric_best', 'metric_agg')
+
+
+def check_name(path: str, what: str):
+    """Refuse a file name that holds a control character (it names the
+    search's folders and reaches the scripts' lines)."""
+    bad = [c for c in path if c < ' ' or c == '\x7f']
+    if bad:
+        raise SweepError(f'{what} {path!r} holds a control character ({bad[0]!r}): it names '
+                         "the search's folders; rename the file")
+
 
 @dataclass
 class GridKey:
@@ -64,37 +90,61 @@ class GridKey:
 def read_grid(path: str) -> List[List[GridKey]]:
     """The grids of a grid file (see the module docstring). Raises
     :class:`SweepError` naming the file and line."""
+    check_name(path, 'grid file')
     if not os.path.isfile(path):
         raise SweepError(f"grid file '{path}' not found")
+    size = os.path.getsize(path)
+    if size > MAX_GRID_BYTES:
+        raise SweepError(f"grid file '{path}' holds {size:,} bytes, more than "
+                         f'{MAX_GRID_BYTES:,}: a grid file has a line per searched key')
     grids: List[List[GridKey]] = [[]]
-    with open(path) as f:
-        for n, raw in enumerate(f, 1):
-            line = raw.split('#', 1)[0].strip()
-            if not line:
-                if grids[-1] and not raw.lstrip().startswith('#'):
-                    grids.append([])
-                continue
-            parts = line.split(None, 2)
-            where = f'{path}:{n}'
-            if len(parts) != 3:
-                raise SweepError(f"{where}: want 'key alias [v1,v2,...]', got '{line}'")
-            key, alias, text = parts
-            if not _ALIAS.fullmatch(alias):
-                raise SweepError(f"{where}: alias '{alias}' may hold letters, digits, "
-                                 "'_', '.' and '+' only (it names folders)")
-            try:
-                values = ast.literal_eval(text)
-            except (ValueError, SyntaxError):
-                raise SweepError(f"{where}: values of '{key}' are not a Python list: "
-                                 f'{text}') from None
-            if not isinstance(values, (list, tuple)) or not values:
-                raise SweepError(f"{where}: values of '{key}' must be a non-empty list, "
-                                 f'got {text}')
-            grid = grids[-1]
-            if any(g.key == key or g.alias == alias for g in grid):
-                raise SweepError(f"{where}: key '{key}' or alias '{alias}' repeated")
-            grid.append(GridKey(key, alias, [list(v) if isinstance(v, tuple) else v
-                                             for v in values]))
+    try:
+        with open(path, encoding='utf-8') as f:
+            lines = f.read().splitlines(keepends=True)
+    except (OSError, UnicodeDecodeError) as err:
+        raise SweepError(f"grid file '{path}' cannot be read as UTF-8 text: {err}") from None
+    keys: Dict[str, Tuple[str, int]] = {}  # key -> (alias, line), over every grid
+    by_alias: Dict[str, Tuple[str, int]] = {}  # alias -> (key, line)
+    for n, raw in enumerate(lines, 1):
+        line = raw.split('#', 1)[0].strip()
+        if not line:
+            if grids[-1] and not raw.lstrip().startswith('#'):
+                grids.append([])
+            continue
+        parts = line.split(None, 2)
+        where = f'{path}:{n}'
+        if len(parts) != 3:
+            raise SweepError(f"{where}: want 'key alias [v1,v2,...]', got '{line}'")
+        key, alias, text = parts
+        if not _ALIAS.fullmatch(alias):
+            raise SweepError(f"{where}: alias '{alias}' may hold letters, digits, "
+                             "'_', '.' and '+' only (it names folders)")
+        try:
+            values = ast.literal_eval(text)
+        except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+            raise SweepError(f"{where}: values of '{key}' are not a Python list: "
+                             f'{text[:80]}') from None
+        if not isinstance(values, (list, tuple)) or not values:
+            raise SweepError(f"{where}: values of '{key}' must be a non-empty list, "
+                             f'got {text[:80]}')
+        grid = grids[-1]
+        if any(g.key == key or g.alias == alias for g in grid):
+            raise SweepError(f"{where}: key '{key}' or alias '{alias}' repeated")
+        # One alias per key and one key per alias over the whole file: the
+        # aliases name the points, so two keys under one alias would give
+        # two points one name (one of them lost), and the summary's
+        # columns are the aliases.
+        if key in keys and keys[key][0] != alias:
+            raise SweepError(f"{where}: key '{key}' has the alias '{alias}' here and "
+                             f"'{keys[key][0]}' on line {keys[key][1]}: give it one alias")
+        if alias in by_alias and by_alias[alias][0] != key:
+            raise SweepError(f"{where}: alias '{alias}' names both '{by_alias[alias][0]}' "
+                             f"(line {by_alias[alias][1]}) and '{key}': the points of the two "
+                             'would get the same names; give each key its own alias')
+        keys.setdefault(key, (alias, n))
+        by_alias.setdefault(alias, (key, n))
+        grid.append(GridKey(key, alias, [list(v) if isinstance(v, tuple) else v
+                                         for v in values]))
     grids = [g for g in grids if g]
     if not grids:
         raise SweepError(f'{path}: no grid line')
@@ -135,28 +185,53 @@ def _point(base: str, grid: Sequence[GridKey], index: int) -> Point:
     return Point(name, values, {k.key: k.alias for k in grid})
 
 
+def _size_text(grids: Sequence[Sequence[GridKey]]) -> str:
+    return ' + '.join(' x '.join(f'{len(k.values)} {k.alias}' for k in g) for g in grids)
+
+
 def points(base: str, grids: Sequence[Sequence[GridKey]], sample: Optional[int] = None,
            seed: int = 0) -> List[Point]:
     """Every point of the grids' union (in file order), or ``sample``
-    distinct ones drawn uniformly (``seed``), in the same order; points of
-    the same name (in two grids) count once."""
+    distinct ones drawn uniformly (``seed``), in the same order; the same
+    point in two grids counts once. The points are counted as a product
+    first: more than :data:`MAX_POINTS` (without ``--sample``), or a sample
+    beyond it, is refused before any is built. Two points with different
+    values but one name (values that print alike, e.g. ``1`` and ``'1'``)
+    are refused, naming the key and both values."""
     sizes = [math.prod(len(k.values) for k in g) for g in grids]
     total = sum(sizes)
-    indices = range(total)
+    indices: Sequence[int] = range(total)
     if sample is not None:
         if sample < 1:
             raise SweepError('--sample must be >= 1')
+        if sample > MAX_POINTS:
+            raise SweepError(f'--sample {sample} draws more than {MAX_POINTS:,} points: '
+                             f'give at most {MAX_POINTS:,}')
         indices = sorted(random.Random(seed).sample(range(total), min(sample, total)))
-    out, names = [], set()
+    elif total > MAX_POINTS:
+        raise SweepError(f'the grid has {total:,} points ({_size_text(grids)} values), more '
+                         f'than {MAX_POINTS:,}: search fewer values, or draw some points '
+                         'with --sample N')
+    out, names = [], {}
     for flat in indices:
         g = 0
         while flat >= sizes[g]:
             flat -= sizes[g]
             g += 1
         p = _point(base, grids[g], flat)
-        if p.name not in names:
-            names.add(p.name)
+        other = names.get(p.name)
+        if other is None:
+            names[p.name] = p
             out.append(p)
+        elif other.values != p.values or any(type(v) is not type(other.values[k])
+                                             for k, v in p.values.items()):
+            diff = next((k for k in p.values if k not in other.values
+                         or repr(p.values[k]) != repr(other.values[k])), None)
+            what = (f"'{diff}' = {other.values.get(diff)!r} and {p.values[diff]!r}"
+                    if diff in other.values else f"'{diff}'")
+            raise SweepError(f'two points of the grid get the same name {p.name} ({what} '
+                             'print alike in a name): one would be lost; give values that '
+                             'differ as text')
     return out
 
 
@@ -226,6 +301,8 @@ class PointResult:
     epoch: Optional[float] = None
     rank: Optional[int] = None
     flags: List[str] = field(default_factory=list)
+    metric: Optional[Tuple[str, str]] = None  # (metric_best, 'max' or 'min')
+    problem: Optional[str] = None  # why the point's seeds were not aggregated
 
 
 #: Relative tolerance under which two mean validation metrics tie.
@@ -251,8 +328,12 @@ def _identity(folder: str, fp: Optional[str]) -> Optional[Dict[str, Any]]:
 
 def rank(results: List[PointResult], mode: str) -> List[PointResult]:
     """Rank the points with results (see the module docstring) and flag
-    ties; returns them best first."""
-    done = [r for r in results if r.val is not None]
+    ties; returns them best first. A point whose mean is NaN (a metric
+    undefined on its validation split) is flagged ``nan`` and not ranked."""
+    for r in results:
+        if r.val is not None and math.isnan(r.val[0]) and 'nan' not in r.flags:
+            r.flags.append('nan')
+    done = [r for r in results if r.val is not None and not math.isnan(r.val[0])]
     sign = -1 if mode == 'max' else 1
     done.sort(key=lambda r: (sign * r.val[0], r.val[1], r.point['name']))
     for i, r in enumerate(done, 1):
@@ -264,28 +345,88 @@ def rank(results: List[PointResult], mode: str) -> List[PointResult]:
     return done
 
 
-def summarize(search_dir: str) -> Tuple[List[PointResult], Dict[str, Any]]:
-    """Aggregate every point of the search in ``search_dir`` and rank them
-    (best first; points without a finished seed last). Writes
-    ``summary.csv`` and, when a point has results, ``chosen.yaml``."""
-    from graphgps_ext.agg import aggregate
+#: Bytes of a ``search.json`` (a search of :data:`MAX_POINTS` points holds a
+#: few MB).
+MAX_RECORD_BYTES = 64 << 20
+
+
+def _record_error(search: Any) -> Optional[str]:
+    """What is wrong with the value of a ``search.json``, else ``None``."""
+    if not isinstance(search, dict):
+        return f'it holds a {type(search).__name__}, not an object'
+    shapes = {'task': str, 'base': str, 'grid': str, 'points': list, 'aliases': dict,
+              'seeds': list, 'overrides': list}
+    for key, kind in shapes.items():
+        if not isinstance(search.get(key), kind):
+            return f"'{key}' is {'missing' if key not in search else 'not a ' + kind.__name__}"
+    if not all(isinstance(k, str) and isinstance(v, str) for k, v in search['aliases'].items()):
+        return "'aliases' maps keys to names: not all of them are strings"
+    if not all(isinstance(s, int) and not isinstance(s, bool) for s in search['seeds']):
+        return "'seeds' holds something other than integers"
+    if not all(isinstance(w, str) for w in search['overrides']):
+        return "'overrides' holds something other than strings"
+    for n, p in enumerate(search['points']):
+        if not isinstance(p, dict):
+            return f'point {n} is not an object'
+        for key, kind in (('name', str), ('folder', str), ('config', str), ('values', dict)):
+            if not isinstance(p.get(key), kind):
+                return f"point {n} has no '{key}' {kind.__name__}"
+        if not isinstance(p.get('fingerprint'), (str, type(None))):
+            return f"point {n}'s 'fingerprint' is not a string"
+    return None
+
+
+def read_record(search_dir: str) -> Dict[str, Any]:
+    """The checked ``search.json`` of ``search_dir``; :class:`SweepError`
+    naming the file and what is wrong with it."""
     here = SearchDir(search_dir)
     path = here.record
     if not os.path.isfile(path):
         raise SweepError(f'{path} not found: give the folder of a search '
                          '(<results>/_search/<base>_grid_<grid>)')
-    search = here.read_record()
-    results, metric, mode = [], None, 'max'
+    rerun = ('; it is written by the search command (python -m graphgps_ext.sweep CONFIG '
+             '--grid FILE ...): run that again to rewrite it')
+    if os.path.getsize(path) > MAX_RECORD_BYTES:
+        raise SweepError(f'{path} holds more than {MAX_RECORD_BYTES:,} bytes{rerun}')
+    try:
+        search = here.read_record()
+    except (OSError, ValueError, RecursionError) as err:
+        raise SweepError(f'{path} cannot be read as JSON ({type(err).__name__}: '
+                         f'{str(err)[:120]}){rerun}') from None
+    problem = _record_error(search)
+    if problem:
+        raise SweepError(f'{path} is malformed: {problem}{rerun}')
+    return search
+
+
+def summarize(search_dir: str) -> Tuple[List[PointResult], Dict[str, Any]]:
+    """Aggregate every point of the search in ``search_dir`` and rank them
+    (best first; points without a finished seed last). Writes
+    ``summary.csv`` and, when a point has results, ``chosen.yaml``. Points
+    that select on different metrics or directions are refused
+    (:class:`SweepError`): one ranking compares one metric."""
+    from graphgps_ext.agg import aggregate
+    from graphgps_ext.config import ConfigError
+    from graphgps_ext.seed_folder import SeedFolderError
+    here = SearchDir(search_dir)
+    search = read_record(search_dir)
+    results, selections = [], {}
     for p in search['points']:
         res = PointResult(p)
         folder = p['folder']
         if os.path.isdir(folder):
-            agg = aggregate(folder, fingerprint=p.get('fingerprint'))
+            try:
+                agg = aggregate(folder, fingerprint=p.get('fingerprint'))
+            except SeedFolderError as err:
+                res.flags.append('damaged')
+                res.problem = str(err)
+                results.append(res)
+                continue
             best = agg['best']
             if 'val' in best:
-                metric = metric or best['val']['metric']
-                mode = best['val'].get('mode') or mode
                 m = best['val']['metric']
+                res.metric = (m, best['val'].get('mode') or 'max')
+                selections.setdefault(res.metric, []).append(p['name'])
                 res.val = (best['val'][m], best['val'][f'{m}_std'])
                 res.seeds = best['val']['num_seeds']
                 res.epoch = best['val'].get('epoch')
@@ -295,13 +436,27 @@ def summarize(search_dir: str) -> Tuple[List[PointResult], Dict[str, Any]]:
             if ident is not None and never_leaves_warmup(ident):
                 res.flags.append('warm-up')
         results.append(res)
+    if len(selections) > 1:
+        groups = '; '.join(f"{m} ({'highest' if d == 'max' else 'lowest'} best): "
+                           f"{', '.join(names[:3])}{' ...' if len(names) > 3 else ''}"
+                           for (m, d), names in selections.items())
+        raise SweepError(f'the points of {search["task"]} select on different metrics '
+                         f'({groups}): one ranking compares one metric in one direction; '
+                         'give every point the same metric_best (search the others '
+                         'separately)')
+    metric, mode = next(iter(selections), (None, 'max'))
     done = rank(results, mode)
-    ranked = done + [r for r in results if r.val is None]
+    ranked = done + [r for r in results if r.rank is None]
     search['metric'], search['mode'] = metric, mode
     _write_summary(search_dir, search, ranked)
     if done:
         best = done[0].point
-        tree = point_config(read_yaml(search['base']), Point(best['name'], best['values'], {}),
+        try:
+            base = read_yaml(search['base'])
+        except ConfigError as err:
+            raise SweepError(f'the chosen point is {best["name"]}, but its config cannot be '
+                             f'written: the base config {err}') from None
+        tree = point_config(base, Point(best['name'], best['values'], {}),
                             run_name=best['name'])
         write_yaml(here.chosen, tree,
                    f"The chosen point of the search {search['task']}: {best['name']}\n"
@@ -356,4 +511,11 @@ def format_summary(ranked: List[PointResult], search: Dict[str, Any]) -> str:
     if ties:
         notes.append(f'warning: {len(ties)} point(s) tie on the mean val {metric}; among '
                      'them the smaller std, then the name decides')
+    nan = [r for r in ranked if 'nan' in r.flags]
+    if nan:
+        notes.append(f'warning: {len(nan)} point(s) have a NaN mean val {metric} (the metric '
+                     'is undefined on their validation split): not ranked')
+    for r in ranked:
+        if r.problem:
+            notes.append(f"warning: point {r.point['name']} not aggregated: {r.problem}")
     return '\n'.join([title, *lines, *notes])

@@ -24,13 +24,32 @@ class SweepError(ValueError):
     """A mistake on the command line or in an input file (exit code 2)."""
 
 
+#: Runs one launch may plan (configs or points x seeds, counted before any
+#: is resolved): each is a seed folder checked and a line of a script.
+MAX_RUNS = 100_000
+
+
+def check_runs(total: int, what: str):
+    """Refuse a launch of more than :data:`MAX_RUNS` runs (``what``: how
+    the count comes about, for the message)."""
+    if total > MAX_RUNS:
+        raise SweepError(f'{what} make {total:,} runs, more than {MAX_RUNS:,} in one launch: '
+                         'launch fewer configs, points or seeds at a time')
+
+
 def parse_seeds(spec: str) -> List[int]:
     """:func:`graphgps_ext.seeds.parse_seeds` (``'0-3,8'`` -> ``[0, 1, 2, 3,
-    8]``), raising :class:`SweepError`."""
+    8]``, at most :data:`~graphgps_ext.seeds.MAX_SEEDS`), each seed within
+    the range declared for ``seed``; raises :class:`SweepError`."""
+    from graphgps_ext.config import check_key
     try:
-        return seeds.parse_seeds(spec)
+        out = seeds.parse_seeds(spec)
     except ValueError as err:
         raise SweepError(str(err)) from None
+    problem = check_key('seed', max(out), 'from --seeds')
+    if problem:
+        raise SweepError(problem)
+    return out
 
 
 def expand_config(arg: str) -> List[str]:

@@ -60,6 +60,13 @@ def test_read_grid_and_points(tmp_path):
     ('gt.layers l-x [1]\n', "alias 'l-x' may hold"),
     ('gt.layers l [1]\ngt.dim_hidden l [8]\n', 'repeated'),
     ('# only a comment\n', 'no grid line'),
+    # One alias per key and one key per alias over the whole file (else two
+    # points would share a name and one be lost).
+    ('gt.layers l [1]\n\ngt.dim_hidden l [8]\n',
+     "alias 'l' names both 'gt.layers' (line 1) and 'gt.dim_hidden'"),
+    ('gt.layers l [1]\n\ngt.layers m [2]\n', "key 'gt.layers' has the alias 'm' here and 'l'"),
+    ('gt.layers l ' + '[' * 300 + ']' * 300 + '\n', 'not a Python list'),
+    ('#' * (1 << 20) + '\n', 'bytes, more than 1,048,576'),
 ])
 def test_grid_file_errors(tmp_path, text, message):
     path = tmp_path / 'bad.txt'
@@ -221,3 +228,133 @@ def test_same_runs_by_fingerprint():
     assert no_effect == ['b']
     kept, dup, no_effect = grid.same_runs(pts, ['w', 'x', 'y', 'z'])
     assert len(kept) == 4 and not dup and not no_effect
+
+
+def _keys(*sizes):
+    return [grid.GridKey(f'k{i}', f'a{i}', list(range(n))) for i, n in enumerate(sizes)]
+
+
+def test_points_are_counted_as_a_product_first():
+    huge = [_keys(*[10] * 9)]  # 10**9 points
+    with pytest.raises(SweepError, match=r'the grid has 1,000,000,000 points \(10 a0 x 10 a1'):
+        grid.points('b', huge)
+    sample = grid.points('b', huge, sample=3, seed=1)  # drawn, never enumerated
+    assert len(sample) == 3 and all(len(p.values) == 9 for p in sample)
+    with pytest.raises(SweepError, match='--sample 20000 draws more than 10,000 points'):
+        grid.points('b', huge, sample=20000)
+    assert len(grid.points('b', [_keys(100, 100)])) == grid.MAX_POINTS
+
+
+@pytest.mark.parametrize('grids,message', [
+    ([[grid.GridKey('gt.layers', 'l', [1, '1'])]], "'gt.layers' = 1 and '1'"),
+    ([[grid.GridKey('dataset.dir', 'd', ['a/b', 'a_b'])]], "'dataset.dir' = 'a/b' and 'a_b'"),
+    ([[grid.GridKey('gt.norm', 'n', ['a b', 'ab'])]], "'gt.norm' = 'a b' and 'ab'"),
+    # Across grids: a value that prints as another grid's alias=value pair.
+    ([[grid.GridKey('x', 'x', ['1-y=2'])],
+      [grid.GridKey('x', 'x', [1]), grid.GridKey('y', 'y', [2])]], "'x' = '1-y=2' and 1"),
+])
+def test_two_points_of_one_name_are_refused(grids, message):
+    with pytest.raises(SweepError, match='two points of the grid get the same name') as err:
+        grid.points('b', grids)
+    assert message in str(err.value)
+
+
+def test_the_same_point_in_two_grids_runs_once():
+    g = [grid.GridKey('x', 'x', [1, 2])]
+    assert [p.name for p in grid.points('b', [g, g])] == ['b-x=1', 'b-x=2']
+
+
+@pytest.mark.parametrize('text,name,message', [
+    ("metric_best m ['accuracy','f1']\n", 'g.txt', "cannot search 'metric_best'"),
+    ("metric_agg m ['argmax','argmin']\n", 'g.txt', "cannot search 'metric_agg'"),
+    ('gt.layers l [0,2]\n', 'g.txt', "point quickstart-l=0 (gt.layers 0) is not a valid config: "
+                                     "bad value 0 for 'gt.layers'"),
+    ('gt.layers l [1,2]\n', 'g\nx.txt', "grid file 'g\\nx.txt' holds a control character"),
+    ('gt.layers l [1,2]\n', 'g.txt', '11 points x 10,000 seeds make 110,000 runs'),
+])
+def test_searches_refused_at_start(tmp_path, monkeypatch, capsys, text, name, message):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / name).write_text(text if 'make' not in message else
+                                 'gt.layers l [1,2,3,4,5,6,7,8,9,10,11]\n')
+    seeds = ['--seeds', '0-9999'] if 'make' in message else []
+    assert cli.main([QUICKSTART, '--grid', name, '--dry-run', *seeds]) == 2
+    err = capsys.readouterr().err
+    assert message in err and 'Traceback' not in err
+    assert not (tmp_path / 'results').exists()
+
+
+def _search(tmp_path, record):
+    folder = tmp_path / 'results' / '_search' / 's'
+    folder.mkdir(parents=True)
+    (folder / 'search.json').write_text(record)
+    return str(folder)
+
+
+POINT = {'name': 'b-l=1', 'folder': 'results/s/b-l=1', 'config': 'c.yaml',
+         'values': {'gt.layers': 1}, 'fingerprint': 'ab12'}
+RECORD = {'task': 's', 'base': QUICKSTART, 'grid': 'g.txt', 'sample': None, 'sample_seed': 0,
+          'seeds': [0], 'overrides': [], 'aliases': {'gt.layers': 'l'},
+          'results': 'results/s', 'points': [POINT]}
+
+
+@pytest.mark.parametrize('text,message', [
+    ('{"points": ', 'cannot be read as JSON'),
+    ('[' * 100000 + ']' * 100000, 'cannot be read as JSON'),
+    ('[]', 'is malformed: it holds a list, not an object'),
+    ('{"points": 3}', "is malformed: 'task' is missing"),
+    (json.dumps(dict(RECORD, points=3)), "'points' is not a list"),
+    (json.dumps(dict(RECORD, points=[dict(POINT, folder=None)])), "point 0 has no 'folder' str"),
+    (json.dumps(dict(RECORD, seeds=['0'])), "'seeds' holds something other than integers"),
+    (json.dumps(dict(RECORD, aliases={'gt.layers': 3})), "'aliases' maps keys to names"),
+])
+def test_a_malformed_search_record_is_named(tmp_path, monkeypatch, capsys, text, message):
+    monkeypatch.chdir(tmp_path)
+    folder = _search(tmp_path, text)
+    assert cli.main(['--summarize', folder]) == 2
+    err = capsys.readouterr().err
+    assert 'search.json' in err and message in err and 'rewrite it' in err, err
+    assert 'Traceback' not in err
+
+
+def test_a_search_with_nothing_to_rank_succeeds_saying_so(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    folder = _search(tmp_path, json.dumps(RECORD))
+    assert cli.main(['--summarize', folder]) == 0
+    out = capsys.readouterr().out
+    assert 'nothing to rank: no point of s has a finished seed' in out
+    assert os.path.exists(os.path.join(folder, 'summary.csv'))
+    assert not os.path.exists(os.path.join(folder, 'chosen.yaml'))
+
+
+def _fake_aggregate(monkeypatch, by_folder):
+    """Stand-in for agg.aggregate: ``{folder: (metric, mode, val mean)}``."""
+    import graphgps_ext.agg as agg
+
+    def aggregate(folder, fingerprint=None):
+        metric, mode, val = by_folder[os.path.basename(folder)]
+        best = {'metric': metric, 'mode': mode, metric: val, f'{metric}_std': 0.0,
+                'num_seeds': 1, 'epoch': 1}
+        return {'best': {'val': best}}
+    monkeypatch.setattr(agg, 'aggregate', aggregate)
+
+
+def test_points_selecting_on_different_metrics_are_not_ranked_together(tmp_path, monkeypatch,
+                                                                       capsys):
+    monkeypatch.chdir(tmp_path)
+    points = [dict(POINT, name=n, folder=f'results/s/{n}') for n in ('p1', 'p2', 'p3')]
+    for p in points:
+        os.makedirs(p['folder'])
+    folder = _search(tmp_path, json.dumps(dict(RECORD, points=points)))
+    _fake_aggregate(monkeypatch, {'p1': ('accuracy', 'max', 0.9), 'p2': ('f1', 'max', 0.95),
+                                  'p3': ('accuracy', 'max', 0.8)})
+    assert cli.main(['--summarize', folder]) == 2
+    err = capsys.readouterr().err
+    assert ('select on different metrics (accuracy (highest best): p1, p3; f1 (highest best): '
+            'p2)') in err
+    # One metric, one with NaN (undefined on its validation split): not ranked, flagged.
+    _fake_aggregate(monkeypatch, {'p1': ('ap', 'max', 0.5), 'p2': ('ap', 'max', float('nan')),
+                                  'p3': ('ap', 'max', 0.7)})
+    assert cli.main(['--summarize', folder]) == 0
+    out = capsys.readouterr().out
+    assert 'chosen: p3 (val ap 0.7000' in out
+    assert '1 point(s) have a NaN mean val ap' in out
