@@ -5,6 +5,8 @@ import json
 from graphgps_ext import identity as ident
 from graphgps_ext.run_config import load_cfg
 
+from run_checks import seal
+
 QUICK = 'configs/quickstart.yaml'
 
 
@@ -43,16 +45,18 @@ def test_resume_changes_split_optimiser_keys_from_the_rest():
 def test_seed_status(tmp_path):
     run_dir = tmp_path / '0'
     me = _ident()
+    fp = ident.fingerprint(me)
     assert ident.seed_status(str(run_dir), me).state == 'new'
     run_dir.mkdir()
-    (run_dir / 'config.yaml').write_text('x: 1\n')
+    (run_dir / 'train').mkdir()
+    (run_dir / 'train' / 'stats.json').write_text('{"epoch": 0}\n')
     assert ident.seed_status(str(run_dir), me).state == 'unfinished'
-    (run_dir / 'done').write_text(json.dumps(
-        {'fingerprint': ident.fingerprint(me), 'identity': me}))
-    damaged = ident.seed_status(str(run_dir), me)  # config.yaml of another run
-    assert damaged.state == 'damaged' and 'config.yaml does not carry the fingerprint' \
-        in damaged.describe()
-    (run_dir / 'config.yaml').write_text(f'# fingerprint: {ident.fingerprint(me)}\nx: 1\n')
+    seal(run_dir, fingerprint=fp, identity=me)
+    (run_dir / 'config.yaml').write_text('seed: 0\n')  # of another run
+    damaged = ident.seed_status(str(run_dir), me)
+    assert damaged.state == 'damaged' and 'config.yaml was changed' in damaged.describe()
+    (run_dir / 'config.yaml').unlink()
+    seal(run_dir, fingerprint=fp, identity=me)
     assert ident.seed_status(str(run_dir), me).state == 'complete'
     other = _ident('optim.base_lr', '0.001')
     status = ident.seed_status(str(run_dir), other)

@@ -9,6 +9,8 @@ import pytest
 from graphgps_ext import report
 from graphgps_ext.logger import STATS_FILE
 
+from run_checks import seal
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 NUMBERS = os.path.join(ROOT, 'run', 'paper_numbers.csv')
 TABLES = os.path.join(ROOT, 'run', 'tables.tsv')
@@ -125,7 +127,7 @@ def _write_seed(root, name, seed, test_metric, epochs=5, done=True, metric='mae'
         f'seed: {seed}\nmetric_best: {metric}\noptim:\n  max_epoch: {max_epoch}\n'
         f'  base_lr: 0.001\ndataset:\n  dir: {data_dir}\n')
     if done:
-        (d / 'done').write_text(json.dumps({'epochs': epochs, 'seconds': 1.0}))
+        seal(d, seconds=1.0)
 
 
 @pytest.fixture
@@ -289,9 +291,10 @@ def test_verdicts_consistent_differs_and_not_comparable(synthetic):
     mnist = next(r for r in rows if r.name == 'geaet-mnist')
     assert mnist.verdict == 'not comparable: 4 of 150 epochs'
     # A stand-in train split (data.json) makes the ZINC result not comparable.
-    for seed in (0, 1, 2):
-        (synthetic / 'results' / 'geaet-zinc-gin-geanet' / str(seed) / 'data.json').write_text(
-            json.dumps({'stand_in': True}))
+    for seed in (0, 1, 2):  # as the runs would have written it
+        folder = synthetic / 'results' / 'geaet-zinc-gin-geanet' / str(seed)
+        (folder / 'data.json').write_text(json.dumps({'stand_in': True}))
+        seal(folder)
     _, rows = report.write_report(res, tables, str(numbers), repo_root=str(synthetic),
                                   curves=False, papers=['geaet'])
     zinc = next(r for r in rows if r.name == 'geaet-zinc-gin-geanet')
@@ -300,7 +303,9 @@ def test_verdicts_consistent_differs_and_not_comparable(synthetic):
     numbers.write_text(text.replace('geaet,table3,ZINC,GIN+GEANet,mae,0.193,0.001,,',
                                     'geaet,table3,ZINC,GIN+GEANet,mae,0.120,0.01,4,'))
     for seed in (0, 1, 2):
-        (synthetic / 'results' / 'geaet-zinc-gin-geanet' / str(seed) / 'data.json').unlink()
+        folder = synthetic / 'results' / 'geaet-zinc-gin-geanet' / str(seed)
+        (folder / 'data.json').unlink()
+        seal(folder)
     _, rows = report.write_report(res, tables, str(numbers), repo_root=str(synthetic),
                                   curves=False, papers=['geaet'])
     zinc = next(r for r in rows if r.name == 'geaet-zinc-gin-geanet')

@@ -106,7 +106,7 @@ def test_done_run_is_skipped_unless_overwrite(tiny_run, tiny_cfg, capsys):
         best = tiny_run.run_seed(tiny_cfg.clone())
         assert best['epoch'] >= 0
         assert os.path.getmtime(os.path.join(run_dir, 'ckpt', 'last.pt')) == mtime
-    assert capsys.readouterr().out.count('is done (complete: same config); skipped') == 2
+    assert capsys.readouterr().out.count('is done (complete: same config and data); skipped') == 2
     # --overwrite starts afresh (stats rewritten, not appended).
     tiny_run.run_seed(tiny_cfg.clone(), overwrite=True)
     assert len(stats(run_dir, 'train')) == tiny_cfg.optim.max_epoch
