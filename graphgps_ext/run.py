@@ -387,10 +387,12 @@ def prepare(cfg, plan: Plan, state: Optional[Dict[str, Any]]) -> SimpleNamespace
         seed_everything(dist.rank_seed(cfg.seed, rank))
     if plan.action == 'resume' and state is None:
         state = ckpt.load(plan.checkpoint)
+    data = data_record(cfg, data_fingerprint(bundle))
+    if plan.action == 'resume':
+        _same_data(cfg, state, data)
     return SimpleNamespace(bundle=bundle, task=bundle.task, metric=metric,
                            mode=mode, model=model, loaders=loaders, device=device,
-                           fast=fast, data=data_record(cfg, data_fingerprint(bundle)),
-                           state=state, global_batch=global_batch)
+                           fast=fast, data=data, state=state, global_batch=global_batch)
 
 
 def _write_run_files(cfg, run_dir: str, bundle, fp: str):
@@ -444,19 +446,24 @@ def start(cfg, run_dir: str, run: SimpleNamespace, plan: Plan,
     return trainer
 
 
-def _resume(cfg, run_dir: str, run: SimpleNamespace, plan: Plan,
-            ident: Dict[str, Any], trainer: Trainer):
-    old = run.state['identity'].get(DATA_KEY, MISSING)
+def _same_data(cfg, state: Dict[str, Any], data: Dict[str, Any]):
+    """A resume continues on the data the checkpoint was trained on:
+    :class:`StartRefused` otherwise (before anything is written)."""
+    old = state['identity'].get(DATA_KEY, MISSING)
     if old == MISSING:
         get_logger().warning(
-            f'the checkpoint of {run_dir} records no data fingerprint (written by '
-            'an earlier version): the data it was trained on cannot be compared')
-    elif old != run.data['fingerprint']:
+            f'the checkpoint of {run_dir_of(cfg)} records no data fingerprint (written '
+            'by an earlier version): the data it was trained on cannot be compared')
+    elif old != data['fingerprint']:
         raise StartRefused(
-            f'cannot resume {run_dir}: the run was trained on other data ({DATA_KEY} '
-            f"{old} -> {run.data['fingerprint']}, read from {run.data['dir']}). "
+            f'cannot resume {run_dir_of(cfg)}: the run was trained on other data '
+            f"({DATA_KEY} {old} -> {data['fingerprint']}, read from {data['dir']}). "
             'Point dataset.dir at the data it was trained on to resume it, or pass '
             '--overwrite to start this seed afresh.')
+
+
+def _resume(cfg, run_dir: str, run: SimpleNamespace, plan: Plan,
+            ident: Dict[str, Any], trainer: Trainer):
     try:
         trainer.load_state_dict(run.state)
     except RuntimeError as err:

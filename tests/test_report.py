@@ -323,3 +323,71 @@ def test_main_prints_verdicts_and_reads_numbers_beside_tables(synthetic, capsys)
     out = capsys.readouterr().out
     assert 'geaet table3 ZINC GIN+GEANet (geaet-zinc-gin-geanet) mae' in out
     assert 'not comparable: 5 of 1000 epochs' in out
+
+
+# --------------------------------------------------------------------------- what is averaged
+def _main(synthetic):
+    return report.main(['--results', str(synthetic / 'results'),
+                        '--tables', str(synthetic / 'run' / 'tables.tsv'),
+                        '--numbers', NUMBERS, '--root', str(synthetic), '--no-curves'])
+
+
+@pytest.mark.parametrize('mix', ['config', 'data'])
+def test_report_refuses_the_mixes_agg_refuses(synthetic, capsys, mix):
+    from graphgps_ext import agg
+    seed = synthetic / 'results' / 'geaet-zinc-gin-geanet' / '2'
+    if mix == 'config':  # another config's run, as it writes its files
+        text = (seed / 'config.yaml').read_text().split('\n', 1)[1]
+        (seed / 'config.yaml').write_text('# fingerprint: bbbb\n' + text)
+        seal(seed, fingerprint='bbbb')
+    else:
+        seal(seed, data='other')
+    assert agg.main([str(seed.parent)]) == 2
+    agg_err = capsys.readouterr().err
+    assert _main(synthetic) == 2
+    err = capsys.readouterr().err
+    words = ('holds runs of 2 different configs' if mix == 'config'
+             else 'holds runs of one config on 2 different data')
+    assert words in agg_err and words in err
+
+
+def test_report_counts_a_copy_once(synthetic):
+    import shutil
+    base = synthetic / 'results' / 'geaet-zinc-gin-geanet'
+    shutil.copytree(base / '0', base / '7')
+    res = report.load_results(str(synthetic / 'results'), 'geaet-zinc-gin-geanet')
+    assert [s.seed for s in res.done] == [0, 1, 2]
+    assert report.ours_stats(res, 'test', 'mae')[2] == 3
+
+
+def test_one_run_name_in_two_unicode_spellings_is_refused(synthetic, capsys):
+    import shutil
+    results = synthetic / 'results'
+    shutil.copytree(results / 'my-experiment', results / 'caf\u00e9')
+    assert _main(synthetic) == 0
+    capsys.readouterr()
+    shutil.copytree(results / 'my-experiment', results / 'cafe\u0301')
+    assert _main(synthetic) == 2
+    err = capsys.readouterr().err
+    assert "one name in two Unicode spellings" in err and "'caf\\xe9'" in err
+
+
+def test_a_nan_metric_gets_no_verdict(synthetic):
+    """A mean over seeds with a NaN (an undefined metric) is reported, not
+    tested against the paper."""
+    base = synthetic / 'results' / 'geaet-zinc-gin-geanet'
+    for seed in ('0', '1', '2'):
+        best = json.loads((base / seed / 'best.json').read_text())
+        stats = [json.loads(ln) for ln in
+                 (base / seed / 'test' / STATS_FILE).read_text().splitlines()]
+        for rec in (best['test'], stats[-1]):
+            rec['mae'] = float('nan')
+        (base / seed / 'best.json').write_text(json.dumps(best))
+        (base / seed / 'test' / STATS_FILE).write_text(
+            ''.join(json.dumps(r) + '\n' for r in stats))
+        seal(base / seed)
+    _, rows = report.write_report(str(synthetic / 'results'),
+                                  str(synthetic / 'run' / 'tables.tsv'), NUMBERS,
+                                  repo_root=str(synthetic), curves=False, papers=['geaet'])
+    zinc = next(r for r in rows if r.name == 'geaet-zinc-gin-geanet')
+    assert zinc.verdict == 'no test: the metric is NaN (undefined) for a seed'

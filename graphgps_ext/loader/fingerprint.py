@@ -3,19 +3,20 @@ r"""The content fingerprint of a loaded dataset: which graphs a run read.
 A run's results depend on the graphs it trains and evaluates on, not on the
 folder they were read from: a 318-graph sample of NCI1 and the full NCI1 may
 sit in folders of the same name. :func:`content_fingerprint` hashes what the
-loader holds once the raw or processed files are read and
-``dataset.max_graphs`` is applied, before the encodings are computed (those
-are a function of the graphs and the config, which the run's identity
-covers, and may differ in the last bits from one machine to another):
+loader holds once the raw or processed files are read, before
+``dataset.max_graphs`` and a seed's random split select from it and before
+the encodings are computed: those are functions of config keys (and the
+seed) that the run's identity covers, so every seed of a config on one
+dataset shares the fingerprint. What it hashes:
 
-- every split part, in name order: for an
+- every part, in name order: for an
   :class:`~torch_geometric.data.InMemoryDataset`, each stored attribute of
   its collated storage (name, dtype, shape and bytes), its slices and the
-  indices of the graphs it selects (a subset selects some of the stored
-  graphs: the storage is hashed once per process call, the indices per
-  part); for any other sequence of graphs, each graph's tensors in key order;
-- the split indices (``{split: LongTensor}``) when the splits are index sets
-  of one dataset.
+  indices of the graphs it selects; for any other sequence of graphs, each
+  graph's tensors in key order;
+- the dataset's own split indices (``{split: LongTensor}``) when its splits
+  are index sets of one stored dataset (a standard split, e.g. OGB's or
+  Peptides' split file).
 
 The hash is SHA-256 over those bytes, shortened to 16 hex digits. It reads
 every byte of the storage once: measured on 2 shared CPU cores (torch 2.13

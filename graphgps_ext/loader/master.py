@@ -32,7 +32,9 @@ class DatasetBundle:
             run; ``None`` when the splits are separate files (ZINC,
             GNNBenchmarkDataset, LRGBDataset, generated SBMs).
         info: format, name, folder, load time, graph counts, ``stand_in``,
-            ``fingerprint`` (the content of the graphs and splits read:
+            ``fingerprint`` (the content of the graphs and of the
+            dataset's own split as read, before ``dataset.max_graphs`` and a
+            seed's random split select from them:
             :func:`graphgps_ext.loader.fingerprint.content_fingerprint`).
     """
     splits: Dict[str, Dataset]
@@ -87,6 +89,9 @@ def load_dataset(cfg) -> DatasetBundle:
     fmt = cfg.dataset.format
     check_dataset(cfg)
     src = datasets.reader(fmt)(cfg)
+    # What was read, before the config and the seed select from it.
+    content = content_fingerprint(src.parts, src.indices if 'all' in src.parts
+                                  and src.standard_split else None)
     _limit(src, int(cfg.dataset.max_graphs))
 
     if 'all' in src.parts:
@@ -98,7 +103,6 @@ def load_dataset(cfg) -> DatasetBundle:
                       node_num_types=src.node_num_types, extra=src.extra)
     apply_overrides(task, cfg)
 
-    content = content_fingerprint(src.parts, src.indices if 'all' in src.parts else None)
     _precompute(src, cfg)
     if 'all' in src.parts:
         base = src.parts['all']
