@@ -44,12 +44,13 @@ class Interrupt:
 
 
 def seal(run_dir, epochs=None, best_epoch=None, fingerprint='aaaa', identity=None,
-         data='d0', seed=None, **extra):
+         data='d0', seed=None, data_dir='/data', **extra):
     """Mark a seed folder written by hand as finished, as a run does: the
     fingerprint line at the top of ``config.yaml`` (written with the seed
     when missing) and a ``done`` marker with the run's record, its data
-    record (``data``: its content fingerprint; ``None``: none, as an
-    earlier version wrote) and the SHA-256 of its files. ``epochs`` and
+    record (``data``: its content fingerprint, read from ``data_dir``;
+    ``None``: none, as an earlier version wrote) and the SHA-256 of its
+    files. ``epochs`` and
     ``best_epoch`` default to the stats' and ``best.json``'s."""
     import json
 
@@ -71,7 +72,7 @@ def seal(run_dir, epochs=None, best_epoch=None, fingerprint='aaaa', identity=Non
     marker = {'epochs': epochs, 'best_epoch': best_epoch, 'fingerprint': fingerprint,
               'identity': identity or {}, 'seed': seed}
     if data is not None:
-        marker['data'] = {'fingerprint': data, 'dir': '/data'}
+        marker['data'] = {'fingerprint': data, 'dir': data_dir}
     marker.update(extra)
     marker['files'] = file_digests(run_dir)
     if data is None:  # an earlier version: the files present, no data.json
