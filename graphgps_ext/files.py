@@ -15,6 +15,10 @@ full, read-only folder, no permission, a path too long) raises
 :class:`ResultsWriteError` naming the file, with advice that matches the
 cause (:attr:`ResultsWriteError.advice`).
 
+:func:`confine` checks a path against the root of a tree the project
+writes (the results tree, :mod:`graphgps_ext.run_dir`; a dataset folder):
+inside the root, through no symbolic link below it.
+
 Every JSON file of the project is parsed by :func:`loads`, which refuses
 values nested deeper than :data:`MAX_JSON_DEPTH` before the parser sees
 them (a hand-made file of 100,000 nested brackets would otherwise exhaust
@@ -24,7 +28,8 @@ import errno
 import json
 import os
 import re
-from typing import Any, Callable, List, Optional
+import stat
+from typing import Any, Callable, List, Optional, Union
 
 #: The deepest nesting :func:`loads` accepts (the project's files nest 4
 #: levels at most).
@@ -67,6 +72,53 @@ def load_file(path: str) -> Any:
     read or is not JSON."""
     with open(path, encoding='utf-8') as f:
         return loads(f.read())
+
+
+class UnsafePath(ValueError):
+    """A path of the results tree that leaves its root or passes through a
+    symbolic link below it (``main.py``, ``agg``, ``report``: exit code 2).
+    ``path``: the path asked for; ``where``: the link or the escape."""
+
+    def __init__(self, path: str, root: str, problem: str):
+        super().__init__(
+            f'{path}: {problem}. Nothing is read, written, moved or deleted '
+            f'through a symbolic link below the results root {root}, nor outside '
+            'it: remove the link (or move the real folder to where the link is), '
+            'or choose another out_dir / run_name')
+        self.path, self.root, self.problem = path, root, problem
+
+
+def confine(path: Union[str, os.PathLike], root: Union[str, os.PathLike],
+            link_ok: bool = False) -> str:
+    """``path``, absolute and normalised, checked to lie inside the folder
+    ``root`` and to pass through no symbolic link below it (its existing
+    components are examined with :func:`os.lstat`; the missing ones will be
+    created as plain folders). With ``link_ok`` the last component may be a
+    link (for :func:`os.replace` and :func:`os.unlink`, which do not follow
+    it). Raises :class:`UnsafePath`."""
+    base = os.path.abspath(os.fspath(root))
+    full = os.path.abspath(os.fspath(path))
+    rel = os.path.relpath(full, base)
+    if rel == os.pardir or rel.startswith(os.pardir + os.sep) or os.path.isabs(rel):
+        raise UnsafePath(os.fspath(path), base, 'it lies outside the results root')
+    if rel == os.curdir:
+        return full
+    parts = rel.split(os.sep)
+    here = base
+    for i, part in enumerate(parts):
+        here = os.path.join(here, part)
+        try:
+            mode = os.lstat(here).st_mode
+        except (FileNotFoundError, NotADirectoryError):
+            break
+        if stat.S_ISLNK(mode) and not (link_ok and i == len(parts) - 1):
+            try:
+                target = os.readlink(here)
+            except OSError:
+                target = '?'
+            raise UnsafePath(os.fspath(path), base,
+                             f'{here} is a symbolic link (to {target})')
+    return full
 
 
 class ResultsWriteError(OSError):

@@ -146,9 +146,7 @@ class Plan:
     """What :func:`run_seed` does with a seed folder (decided by rank 0).
 
     Attributes:
-        action: ``'fresh'``, ``'resume'``, ``'skip'`` or ``'verify'`` (a
-            finished seed of this config: skipped once :func:`verify` has
-            compared its data).
+        action: ``'fresh'``, ``'resume'`` or ``'skip'``.
         note: what is logged about the decision.
         checkpoint: (resume) the file the run continues from.
         changes: (resume) ``(key, old, new)`` that take effect.
@@ -186,8 +184,6 @@ def run_seed(cfg, cfg_file: Optional[str] = None,
         plan, state = _on_main(
             lambda: decide(cfg, run_dir, ident, overwrite), default=(None, None))
         plan = dist.broadcast_object(plan)
-        if plan.action == 'verify':
-            plan = dist.broadcast_object(_on_main(lambda: verify(cfg, run_dir, ident)))
         if plan.action == 'skip':
             return plan.best
         run = prepare(cfg, plan, state)
@@ -258,7 +254,7 @@ def decide(cfg, run_dir: str, ident: Dict[str, Any], overwrite: bool
         raise StartRefused(status.problem)
     if status.done is not None and not overwrite:
         if status.state == 'complete' or status.data_moved:
-            return Plan('verify'), None
+            return verify(cfg, run_dir, ident), None
         return _skip(run_dir, status), None
     last = RunDir(run_dir).last_ckpt
     if (cfg.train.auto_resume and not overwrite and status.done is None

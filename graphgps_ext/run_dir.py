@@ -87,59 +87,16 @@ which their tools compose and write whole. Their names are given here.
 import json
 import os
 import re
-import stat
 import unicodedata
 from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
 
-from graphgps_ext.files import load_file, loads, read_jsonl, write_guard, write_json, write_text
+from graphgps_ext.files import (UnsafePath, confine, load_file, loads, read_jsonl,
+                                write_guard, write_json, write_text)
+
+__all__ = ['UnsafePath', 'confine', 'RunFileError', 'RunDir', 'RunRoot', 'Results',
+           'SearchDir', 'FINGERPRINT_LINE', 'run_name_path', 'is_seed_name', 'write_yaml']
 
 PathLike = Union[str, os.PathLike]
-
-
-class UnsafePath(ValueError):
-    """A path of the results tree that leaves its root or passes through a
-    symbolic link below it (``main.py``, ``agg``, ``report``: exit code 2).
-    ``path``: the path asked for; ``where``: the link or the escape."""
-
-    def __init__(self, path: str, root: str, problem: str):
-        super().__init__(
-            f'{path}: {problem}. Nothing is read, written, moved or deleted '
-            f'through a symbolic link below the results root {root}, nor outside '
-            'it: remove the link (or move the real folder to where the link is), '
-            'or choose another out_dir / run_name')
-        self.path, self.root, self.problem = path, root, problem
-
-
-def confine(path: PathLike, root: PathLike, link_ok: bool = False) -> str:
-    """``path``, absolute and normalised, checked to lie inside the folder
-    ``root`` and to pass through no symbolic link below it (its existing
-    components are examined with :func:`os.lstat`; the missing ones will be
-    created as plain folders). With ``link_ok`` the last component may be a
-    link (for :func:`os.replace` and :func:`os.unlink`, which do not follow
-    it). Raises :class:`UnsafePath`."""
-    base = os.path.abspath(os.fspath(root))
-    full = os.path.abspath(os.fspath(path))
-    rel = os.path.relpath(full, base)
-    if rel == os.pardir or rel.startswith(os.pardir + os.sep) or os.path.isabs(rel):
-        raise UnsafePath(os.fspath(path), base, 'it lies outside the results root')
-    if rel == os.curdir:
-        return full
-    parts = rel.split(os.sep)
-    here = base
-    for i, part in enumerate(parts):
-        here = os.path.join(here, part)
-        try:
-            mode = os.lstat(here).st_mode
-        except (FileNotFoundError, NotADirectoryError):
-            break
-        if stat.S_ISLNK(mode) and not (link_ok and i == len(parts) - 1):
-            try:
-                target = os.readlink(here)
-            except OSError:
-                target = '?'
-            raise UnsafePath(os.fspath(path), base,
-                             f'{here} is a symbolic link (to {target})')
-    return full
 
 
 def run_name_path(name: str) -> str:
