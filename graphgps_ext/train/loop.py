@@ -7,7 +7,8 @@ One :class:`Trainer` trains one seed. Per epoch ``t`` (0-based):
 2. on evaluation epochs (``(t + 1) % train.eval_period == 0``, the first and
    the last epoch) evaluate ``val`` and ``test`` in eval mode;
 3. model selection: a strictly better validation value of ``metric_best``
-   (direction ``min``/``max`` from the task) makes ``t`` the best epoch and
+   (direction ``min``/``max`` from the task; NaN, a metric undefined on the
+   split, ranks below every number) makes ``t`` the best epoch and
    writes ``ckpt/best.pt`` and ``best.json`` (without a ``val`` split the
    train split selects);
 4. scheduler step (``reduce_on_plateau`` on the validation loss);
@@ -667,8 +668,11 @@ class Trainer:
         if sel is None:
             return
         value = sel[self.metric]
-        if math.isnan(value) or not is_better(
-                value, None if self.best is None else self.best['value'], self.mode):
+        # NaN (a metric undefined on this split) is a value, ranked below
+        # every number: the first evaluation is the best until a number comes.
+        best = None if self.best is None else self.best['value']
+        if best is not None and (math.isnan(value) or not (
+                math.isnan(best) or is_better(value, best, self.mode))):
             return
         self.best = {'epoch': epoch, 'metric': self.metric, 'mode': self.mode,
                      'split': self.select_split, 'value': value}

@@ -451,3 +451,17 @@ def test_a_non_finite_loss_names_its_likely_cause(tiny_run, tiny_cfg, monkeypatc
     assert 'Lower optim.base_lr' not in str(err.value)
     log = open(os.path.join(cfg.out_dir, 'tiny', '0', 'logging.log')).read()
     assert 'train.auto_resume True optim.weight_decay 0.01' in log
+
+
+def test_a_nan_metric_is_a_value_not_damage(tiny_run, tiny_cfg, monkeypatch, capsys):
+    """A metric that is NaN on every split (e.g. an AP without a positive
+    label): the first evaluation is the best, the finished seed is complete
+    (not damaged) when asked again, and agg averages it."""
+    from graphgps_ext import metrics
+    from graphgps_ext.agg import main as agg
+    monkeypatch.setitem(metrics.METRICS, 'accuracy', lambda pred, true: float('nan'))
+    best = tiny_run.run_seed(tiny_cfg.clone())
+    assert best['epoch'] == 0 and math.isnan(best['test']['accuracy'])
+    tiny_run.run_seed(tiny_cfg.clone())
+    assert 'is done (complete: same config and data); skipped' in capsys.readouterr().out
+    assert agg([os.path.join(tiny_cfg.out_dir, 'tiny')]) == 0
