@@ -60,7 +60,7 @@ from yacs.config import CfgNode
 from graphgps_ext.config import (effective_values, flatten, key_matches, resumable_keys,
                                  volatile_keys)
 from graphgps_ext.config.speed import DEFAULTS as SPEED_DEFAULTS
-from graphgps_ext.run_dir import RunDir, RunRoot
+from graphgps_ext.run_dir import RunDir, RunRoot, UnsafePath
 from graphgps_ext.seed_folder import SeedFolderError, check_seed, list_seeds
 
 #: Stands for a key that one of two identities does not have.
@@ -216,7 +216,17 @@ def seed_status(run_dir: str, ident: Dict[str, Any],
                 data: Optional[Dict[str, Any]] = None) -> SeedStatus:
     """The :class:`SeedStatus` of ``run_dir`` for a run of identity ``ident``
     on ``data`` (:func:`data_record`: the folder before loading, and the
-    content fingerprint after; ``None``: not compared)."""
+    content fingerprint after; ``None``: not compared). A folder reached
+    through a symbolic link (:class:`~graphgps_ext.run_dir.UnsafePath`) is
+    ``damaged``, its problem naming the link."""
+    try:
+        return _seed_status(run_dir, ident, data)
+    except UnsafePath as err:
+        return SeedStatus('damaged', problem=str(err))
+
+
+def _seed_status(run_dir: str, ident: Dict[str, Any],
+                 data: Optional[Dict[str, Any]]) -> SeedStatus:
     done = RunDir(run_dir).read_done()
     if done is None:
         busy = os.path.isdir(run_dir) and any(

@@ -241,8 +241,8 @@ def lock_holder(run_dir: str) -> Optional[str]:
     a shared, non-blocking lock released at once."""
     import fcntl
     try:
-        fd = os.open(RunDir(run_dir).lock, os.O_RDONLY)
-    except OSError:
+        fd = os.open(RunDir(run_dir).lock, os.O_RDONLY | os.O_NOFOLLOW)
+    except (OSError, ValueError):  # ValueError: a link on the path (run_dir.UnsafePath)
         return None
     try:
         try:
