@@ -67,7 +67,7 @@ import torch_geometric.graphgym.register as gg
 
 from graphgps_ext import dist
 from graphgps_ext.config import ConfigError
-from graphgps_ext.files import ResultsWriteError, remove_temp_files, write_guard
+from graphgps_ext.files import remove_temp_files, write_guard
 from graphgps_ext.identity import (DATA_KEY, MISSING, data_record, fingerprint,
                                    format_changes, identity, resume_changes,
                                    seed_status)
@@ -80,7 +80,6 @@ from graphgps_ext.seed_folder import (Replacement, SeedFolderError, SeedLock,
                                       read_best, recover, run_entries)
 from graphgps_ext.train import checkpoint as ckpt
 from graphgps_ext.train import speed
-from graphgps_ext.train.checkpoint import CheckpointError
 from graphgps_ext.train.loop import NonFiniteLossError, Trainer
 from graphgps_ext.train.loss import LOSSES
 from graphgps_ext.train.rng import seed_everything

@@ -1,6 +1,6 @@
 """Run identity: the fingerprint ignores paths, logging, threads and speed
 switches, names what differs, and classifies resume changes."""
-import json
+import os
 
 from graphgps_ext import identity as ident
 from graphgps_ext.run_config import load_cfg
@@ -121,3 +121,14 @@ def test_weight_decay_is_bounded():
     with pytest.raises(ConfigError, match=r"'optim.weight_decay'.*at most 1"):
         _ident('optim.weight_decay', '1e300')
     assert _ident('optim.weight_decay', '0.5')['optim.weight_decay'] == 0.5
+
+
+def test_a_seed_folder_reached_through_a_link_is_damaged(tmp_path):
+    me = _ident()
+    run = tmp_path / 'results' / 'q'
+    (run / '0' / 'train').mkdir(parents=True)
+    (run / '0' / 'train' / 'stats.json').write_text('{"epoch": 0}\n')
+    seal(run / '0', fingerprint=ident.fingerprint(me), identity=me)
+    os.symlink('0', run / '1')
+    status = ident.seed_status(str(run / '1'), me)
+    assert status.state == 'damaged' and 'q/1 is a symbolic link (to 0)' in status.problem
