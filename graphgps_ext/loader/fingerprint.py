@@ -21,7 +21,7 @@ dataset shares the fingerprint. What it hashes:
 The hash is SHA-256 over those bytes, shortened to 16 hex digits. It reads
 every byte of the storage once: measured on 2 shared CPU cores (torch 2.13
 CPU, SHA-256 at about 0.37 GB/s there), 35-140 ms for the 17-46 MB of the
-ZINC-12k, NCI1 and Peptides-func storages, against 0.2-2 s for the loader
+ZINC-12k, NCI1 and Peptides-func storages, against 0.2-3 s for the loader
 to read them from their processed files.
 """
 import hashlib
