@@ -22,10 +22,13 @@ Exit codes:
 
     0    every seed finished, or was skipped as finished
     2    bad config or command line; the seed is in use by another process;
-         a resume that would change keys other than optimiser settings
+         a resume that would change keys other than optimiser settings, or
+         the data; a seed folder reached through a symbolic link below
+         out_dir, or a damaged one
     3    NaN/inf loss (resumable with a lower optim.base_lr)
-    4    could not write results (disk full, read-only folder, permission;
-         resumable once fixed)
+    4    could not write results (disk full, quota, read-only file system,
+         permission, a path too long; the message says which; resumable once
+         fixed)
     5    data missing or corrupt (the file, folder and URL are named)
     6    a checkpoint was refused: unsafe (a pickle that could run code), or
          unreadable with no good previous checkpoint
@@ -143,6 +146,7 @@ def failures() -> List[Failure]:
     from graphgps_ext.loader.errors import DataError
     from graphgps_ext.run import StartRefused
     from graphgps_ext.files import ResultsWriteError
+    from graphgps_ext.run_dir import UnsafePath
     from graphgps_ext.train.checkpoint import CheckpointError
     from graphgps_ext.train.loop import NonFiniteLossError
     return [
@@ -150,10 +154,10 @@ def failures() -> List[Failure]:
         (StartRefused, EXIT_USAGE, lambda e, cmd: f'error: {e}'),
         (DataError, EXIT_DATA, lambda e, cmd: f'data error: {e}'),
         (NonFiniteLossError, EXIT_NAN, lambda e, cmd: ''),
+        (UnsafePath, EXIT_USAGE, lambda e, cmd: f'error: {e}'),
         (ResultsWriteError, EXIT_WRITE, lambda e, cmd: (
-            f'error: {e}. Free some space or make the folder writable (what '
-            f'was written so far, the last good checkpoint included, is kept), '
-            f'then continue with: {cmd}')),
+            f'error: {e}. {e.advice} (what was written so far, the last good '
+            f'checkpoint included, is kept), then continue with: {cmd}')),
         (CheckpointError, EXIT_CHECKPOINT, lambda e, cmd: (
             f'error: {e}. To start this seed afresh instead, add --overwrite.')),
         (KeyboardInterrupt, EXIT_INTERRUPT, lambda e, cmd: 'stopped by interrupt'),

@@ -14,12 +14,24 @@ printed.
 Only finished seeds (with a ``done`` marker) are aggregated unless
 ``--include-unfinished`` is given; unfinished seeds (still running,
 interrupted or crashed) and, with ``--seeds``, missing ones are reported.
-Seeds finished with different configs (their ``done`` markers carry
-different fingerprints, see :mod:`graphgps_ext.identity`) are never averaged
-together: without ``--fingerprint`` such a folder is refused (exit 2, the
-differing keys named); with ``--fingerprint FP`` only the seeds of that
-config are used and the others are reported. The launcher passes the
-fingerprint of the runs it launched.
+The seeds are chosen by :func:`graphgps_ext.identity.select_seeds`, the
+rule ``report`` uses too: each seed counted once (a symbolic link to a seed
+folder, hard links to its files or a copy of it are named and left out);
+seeds finished with different configs (their ``done`` markers carry
+different fingerprints, see :mod:`graphgps_ext.identity`) or on different
+data (different data fingerprints) are never averaged together: without
+``--fingerprint`` such a folder is refused (exit 2, the differing keys or
+data named); with ``--fingerprint FP`` only the seeds of that config are
+used and the others are reported (those of one config on different data
+are still refused). The launcher passes the fingerprint of the runs it
+launched. Every seed is checked before it is averaged
+(:func:`graphgps_ext.seed_folder.check_seed`), NaN values included as
+legitimate ones (a mean over seeds with a NaN is NaN).
+
+Exit codes: 0 aggregated; 2 a refusal (bad arguments, no such folder,
+nothing to aggregate, a mix, a damaged seed folder, a symbolic link out of
+the run folder: the folder and file named); 4 ``agg/`` could not be written
+(the file and the cause named).
 
 Every file is written to a temporary file and renamed into place, so a
 reader sees either the previous or the new version of a file, never a
@@ -41,16 +53,14 @@ from typing import Dict, List, Optional
 
 import numpy as np
 
-from graphgps_ext.identity import diff, format_changes
-from graphgps_ext.run_dir import RunDir, RunRoot
+from graphgps_ext.files import ResultsWriteError
+from graphgps_ext.identity import MixedRunsError, select_seeds
+from graphgps_ext.run_dir import RunDir, RunRoot, UnsafePath
 from graphgps_ext.seed_folder import SeedFolderError, check_seed, seed_folders
 from graphgps_ext.task import SPLITS
 
 _DONE = repr(RunDir.DONE)  # as messages quote it
-
-
-class MixedRunsError(ValueError):
-    """Finished seeds of one folder were run with different configs."""
+__all__ = ['MixedRunsError', 'aggregate', 'find_seeds', 'format_table', 'main']
 
 
 def _mean_std(records: List[Dict]) -> Dict:
@@ -71,36 +81,16 @@ def _mean_std(records: List[Dict]) -> Dict:
 
 
 def find_seeds(root: str, duplicates: Optional[List[str]] = None):
-    """``(finished, unfinished)`` seed lists of ``root``. A seed folder that
-    is another one under a second name (a symbolic link to a seed folder
-    already counted) is left out, and its name appended to ``duplicates``."""
+    """``(finished, unfinished)`` seed lists of ``root``, each seed counted
+    once (:func:`graphgps_ext.seed_folder.list_seeds`: a symbolic link to a
+    seed folder, hard links or a copy of one are left out and named in
+    ``duplicates``)."""
     finished, unfinished = [], []
+    run_root = RunRoot(root, root)
     for entry in seed_folders(root, duplicates):
-        (finished if os.path.exists(RunRoot(root).seed(entry).done)
+        (finished if os.path.lexists(run_root.seed(entry).done)
          else unfinished).append(int(entry))
     return sorted(finished), sorted(unfinished)
-
-
-def _by_fingerprint(root: str, seeds: List[int]) -> Dict[Optional[str], List[int]]:
-    """Finished seeds grouped by the fingerprint in their ``done`` marker
-    (``None``: a marker without one)."""
-    groups: Dict[Optional[str], List[int]] = {}
-    for seed in seeds:
-        done = RunRoot(root).seed(seed).read_done() or {}
-        groups.setdefault(done.get('fingerprint'), []).append(seed)
-    return groups
-
-
-def _mixed_message(root: str, groups: Dict[Optional[str], List[int]]) -> str:
-    parts = [f'seeds {seeds} ({fp or "no fingerprint"})' for fp, seeds in groups.items()]
-    msg = f'{root} holds runs of {len(groups)} different configs: ' + ', '.join(parts)
-    (fp_a, seeds_a), (fp_b, seeds_b) = list(groups.items())[:2]
-    old = (RunRoot(root).seed(seeds_a[0]).read_done() or {}).get('identity')
-    new = (RunRoot(root).seed(seeds_b[0]).read_done() or {}).get('identity')
-    if isinstance(old, dict) and isinstance(new, dict):
-        msg += f'; they differ in {format_changes(diff(old, new))}'
-    return (msg + '. Aggregate one config with --fingerprint FP, or move the '
-            'other seeds to another folder')
 
 
 def aggregate(root: str, include_unfinished: bool = False,
@@ -110,30 +100,28 @@ def aggregate(root: str, include_unfinished: bool = False,
     'unfinished': [...], 'missing': [...], 'other': [...], 'used': [...]}``
     (``other``: finished seeds of another config than ``fingerprint``).
 
-    Raises ``FileNotFoundError`` when ``root`` is not a folder and
-    :class:`MixedRunsError` when, without ``fingerprint``, its finished seeds
-    carry different fingerprints."""
+    Raises ``FileNotFoundError`` when ``root`` is not a folder,
+    :class:`MixedRunsError` when its finished seeds (of ``fingerprint``, when
+    given) carry different fingerprints or data,
+    :class:`~graphgps_ext.seed_folder.SeedFolderError` for a damaged seed,
+    :class:`~graphgps_ext.run_dir.UnsafePath` for a link out of the folder,
+    :class:`~graphgps_ext.files.ResultsWriteError` when ``agg/`` cannot be
+    written."""
     if not os.path.isdir(root):
         raise FileNotFoundError(f'{root} is not a directory')
-    duplicates: List[str] = []
-    finished, unfinished = find_seeds(root, duplicates)
-    present = set(finished) | set(unfinished)
+    run_root = RunRoot(root, root)
+    chosen = select_seeds(run_root, fingerprint)
+    finished, unfinished, other = chosen.finished, chosen.unfinished, chosen.other
+    duplicates = chosen.duplicates
+    present = set(finished) | set(unfinished) | set(other)
     missing = sorted(set(expected or []) - present)
-    groups = _by_fingerprint(root, finished)
-    other: List[int] = []
-    if fingerprint is not None:
-        mine = groups.pop(fingerprint, [])
-        other = sorted(s for seeds in groups.values() for s in seeds)
-        finished = mine
-    elif len(groups) > 1:
-        raise MixedRunsError(_mixed_message(root, groups))
     candidates = finished + (unfinished if include_unfinished else [])
     bests, stats, no_best = {}, {}, []
     for seed in sorted(candidates):
-        run_dir = os.path.join(root, str(seed))
+        folder = run_root.seed(seed)
         # Checked before it is averaged (seed_folder.check_seed): a damaged
         # seed raises SeedFolderError naming the seed and the file.
-        record = check_seed(run_dir, RunDir(run_dir).read_done()
+        record = check_seed(folder.path, folder.read_done()
                             if seed in finished else None)
         if record['best'] is None:
             no_best.append(seed)
@@ -142,10 +130,9 @@ def aggregate(root: str, include_unfinished: bool = False,
     used = sorted(bests)
     result = {'finished': finished, 'unfinished': unfinished, 'missing': missing,
               'other': other, 'used': used, 'best': {}, 'duplicates': duplicates,
-              'no_best': no_best}
+              'odd': chosen.odd, 'no_best': no_best}
     if not used:
         return result
-    run_root = RunRoot(root)
     for split in SPLITS:
         records = []
         for seed in used:
@@ -200,8 +187,9 @@ def format_table(result: Dict) -> str:
 
 def main(argv: Optional[List[str]] = None) -> int:
     """Exit codes: 0 aggregated; 2 a user error: bad arguments, no such
-    folder, nothing to aggregate, a folder mixing configs (without
-    ``--fingerprint``) or a damaged seed folder (the seed and file named)."""
+    folder, nothing to aggregate, a folder mixing configs or data, a
+    damaged seed folder (the seed and file named), a symbolic link out of
+    the folder; 4 ``agg/`` could not be written (the file and cause named)."""
     parser = argparse.ArgumentParser(
         prog='python -m graphgps_ext.agg',
         description='Aggregate the seeds of results/<name> into results/<name>/agg.')
@@ -222,7 +210,11 @@ def main(argv: Optional[List[str]] = None) -> int:
         parser.error(f'--seeds takes comma-separated integers, got {args.seeds!r}')
     try:
         result = aggregate(args.root, args.include_unfinished, expected, args.fingerprint)
-    except (FileNotFoundError, MixedRunsError, SeedFolderError) as err:
+    except ResultsWriteError as err:
+        print(f'error: {err}. {err.advice}; the seed folders are unchanged',
+              file=sys.stderr)
+        return 4
+    except (OSError, MixedRunsError, SeedFolderError, UnsafePath) as err:
         print(f'error: {err}', file=sys.stderr)
         return 2
     best = result['best']
@@ -241,11 +233,14 @@ def main(argv: Optional[List[str]] = None) -> int:
     if result['no_best']:
         print(f"no best.json (no epoch evaluated yet): {result['no_best']}")
     if result['duplicates']:
-        print('counted once (a second name of a seed folder): '
-              + ', '.join(result['duplicates']))
+        print('counted once: ' + ', '.join(result['duplicates']))
+    if result['odd']:
+        print('not read (digits, but not the name of a seed folder, which is the seed '
+              'as written by str): ' + ', '.join(map(ascii, result['odd'])))
     print(format_table(result))
-    if not result['used'] and os.path.isdir(RunRoot(args.root).agg):
-        print(f'{RunRoot(args.root).agg} left as it was')
+    agg = RunRoot(args.root, args.root).agg
+    if not result['used'] and os.path.isdir(agg):
+        print(f'{agg} left as it was')
     if not result['used']:
         print(f'error: {args.root} has no seed to aggregate', file=sys.stderr)
     return 0 if result['used'] else 2

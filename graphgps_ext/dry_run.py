@@ -168,7 +168,7 @@ def main(cfg_file: str, opts: Sequence[str] = (),
     exit code (0, or 2 for a config error)."""
     from graphgps_ext import compat
     from graphgps_ext.config import ConfigError, check_overrides
-    from graphgps_ext.identity import seed_status
+    from graphgps_ext.identity import data_record, seed_status
     from graphgps_ext.run_config import seed_list as run_seeds
     try:
         check_overrides(opts)
@@ -209,5 +209,6 @@ def main(cfg_file: str, opts: Sequence[str] = (),
     emit('results:')
     for seed in seed_list:
         run_dir = result.run_dir(seed)
-        emit(f'  {run_dir}  {seed_status(run_dir, result.ident).describe()}')
+        status = seed_status(run_dir, result.ident, data_record(cfg))
+        emit(f'  {run_dir}  {status.describe()}')
     return 0

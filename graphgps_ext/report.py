@@ -73,8 +73,9 @@ from graphgps_ext.config import ConfigError, flatten, read_yaml
 from graphgps_ext.files import write_text
 from graphgps_ext.metrics import direction
 from graphgps_ext.run_config import config_name
-from graphgps_ext.run_dir import Results, RunRoot
-from graphgps_ext.seed_folder import check_seed, seed_folders
+from graphgps_ext.run_dir import Results, run_name_path
+from graphgps_ext.identity import select_seeds
+from graphgps_ext.seed_folder import check_seed
 from graphgps_ext.seeds import parse_seeds
 from graphgps_ext.task import SPLITS
 
@@ -184,20 +185,24 @@ class ConfigResults:
 
 
 def load_results(results_dir: str, name: str, curves: bool = True) -> Optional[ConfigResults]:
-    """Every seed of ``results/<name>/`` (``None`` when nothing is there)."""
-    base = os.path.join(results_dir, name)
+    """Every seed of ``results/<name>/`` (``None`` when nothing is there),
+    chosen by the rule ``agg`` follows
+    (:func:`graphgps_ext.identity.select_seeds`: each seed once, the
+    finished ones of one config on one data; a mix raises
+    :class:`~graphgps_ext.identity.MixedRunsError`)."""
+    run_root = Results(results_dir).run(name)
+    base = run_root.path
     if not os.path.isdir(base):
         return None
-    run_root = RunRoot(base)
+    chosen = select_seeds(run_root)
     seeds = []
-    for entry in seed_folders(base):
+    for entry in sorted(chosen.finished + chosen.unfinished):
         folder = run_root.seed(entry)
-        path = folder.path
         done_info = folder.read_done()
         done = done_info is not None
         # Checked before anything is reported (a damaged seed raises
         # SeedFolderError naming the seed folder and the file).
-        record = check_seed(path, done_info)
+        record = check_seed(folder, done_info)
         stats = record['stats'] if curves or not done_info else {}
         epochs = None
         if isinstance(done_info, dict) and isinstance(done_info.get('epochs'), int):
@@ -618,7 +623,11 @@ def build_rows(tables: List[Dict[str, str]], numbers: Dict[Tuple[str, ...], Dict
             if paper.get('unit') == '%':
                 pv += ' %'
             ps = paper['seeds'] or '?'
-            if mean is not None and pm is not None:
+            if mean is not None and math.isnan(mean):
+                # A metric undefined for a seed (e.g. AP without a positive
+                # label): a legitimate value, but no mean to compare.
+                verdict = 'no test: the metric is NaN (undefined) for a seed'
+            elif mean is not None and pm is not None:
                 if psd:
                     z = (mean * scale - pm) / psd
                     dev = f'{z:+.1f}'
@@ -705,7 +714,7 @@ def render(rows: List[Row], extra: List[Tuple[str, str]], results_dir: str,
                       + ' | seeds | paper | paper seeds | Δ/σ | Welch p | verdict | epochs | '
                       'caveats |', '|---' * (14 if over else 13) + '|']
             for r in by_paper[paper][table]:
-                curve = RunRoot(os.path.join(results_dir, r.name)).curves
+                curve = Results(results_dir).run(r.name).curves
                 cfg = f'`{r.name}`' + (f' ([curves]({os.path.relpath(curve, results_dir)}))'
                                        if os.path.exists(curve) else '')
                 lines.append('| ' + ' | '.join(esc(x) for x in (
@@ -724,10 +733,28 @@ def render(rows: List[Row], extra: List[Tuple[str, str]], results_dir: str,
     return '\n'.join(lines)
 
 
+def run_names(results_dir: str) -> List[str]:
+    """The folder names of ``results_dir``, sorted; two names that are one
+    name in two Unicode spellings (composed and decomposed: they look the
+    same) raise ``ValueError``, as their seeds would be split in two."""
+    spellings: Dict[str, List[str]] = {}
+    for base in sorted(glob.glob(os.path.join(glob.escape(results_dir), '*'))):
+        if os.path.isdir(base):
+            name = os.path.basename(base)
+            spellings.setdefault(run_name_path(name), []).append(name)
+    twins = [names for names in spellings.values() if len(names) > 1]
+    if twins:
+        raise ValueError(f'{results_dir} holds run folders whose names are one name in '
+                         'two Unicode spellings (composed and decomposed): '
+                         f'{", ".join(ascii(n) for n in twins[0])}; move the seeds of one '
+                         'into the other (run names are written composed, NFC)')
+    return sorted(n for names in spellings.values() for n in names)
+
+
 def _other_results(results_dir: str, known: Sequence[str]) -> List[Tuple[str, str]]:
     out = []
-    for base in sorted(glob.glob(os.path.join(results_dir, '*'))):
-        name = os.path.basename(base)
+    for name in run_names(results_dir):
+        base = os.path.join(results_dir, name)
         if name in known or name.startswith('_') or not os.path.isdir(base):
             continue
         res = load_results(results_dir, name, curves=False)
@@ -784,6 +811,8 @@ def write_report(results_dir: str = 'results', tables_path: str = 'run/tables.ts
                              + ', '.join(sorted({t["paper"] for t in tables})))
         tables = [t for t in tables if t['paper'] in papers]
     numbers = read_paper_numbers(numbers_path)
+    if os.path.isdir(results_dir):
+        run_names(results_dir)  # one spelling per run name
     cache: Dict[str, Optional[ConfigResults]] = {}
     rows = build_rows(tables, numbers, results_dir, repo_root, include_missing, cache,
                       over_epochs)
@@ -797,7 +826,7 @@ def write_report(results_dir: str = 'results', tables_path: str = 'run/tables.ts
             if res is not None:
                 metric = next((t['metric'] for t in tables
                                if t['name'] == name and t['metric'] not in ('', '-')), None)
-                plot_curves(res, RunRoot(os.path.join(results_dir, name)).curves, metric)
+                plot_curves(res, Results(results_dir).run(name).curves, metric)
     text = render(rows, extra, results_dir, len(names_with_results))
     out_path = out_path or Results(results_dir).report
     os.makedirs(os.path.dirname(out_path) or '.', exist_ok=True)

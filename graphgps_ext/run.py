@@ -11,23 +11,30 @@
     ckpt/last.pt         resumable state (rewritten each epoch; the one
                          before is kept as ckpt/last.prev.pt)
     ckpt/best.pt         weights of the best epoch
-    data.json            the dataset as loaded (format, folder, sizes, stand-in)
+    data.json            the dataset as loaded (format, folder, sizes, stand-in,
+                         content fingerprint)
     split_indices.pt     {split: LongTensor} when the dataset defines them
     resume_history.jsonl one line per resume: time, epoch, changed keys
     events.out.tfevents.*  (tensorboard.use)   wandb/  (wandb.use)
     done                 written when the run finished (JSON with the run's
-                         fingerprint and identity)
+                         fingerprint, identity, data record, seed and the
+                         SHA-256 of its files)
 
 The steps, each a function below:
 
 1. :func:`claim`: take the seed folder's lock
    (:class:`graphgps_ext.seed_folder.SeedLock`); a seed in use by another
-   process is refused at once.
+   process is refused at once, and so is a seed folder reached through a
+   symbolic link below ``out_dir`` or outside it
+   (:class:`graphgps_ext.run_dir.UnsafePath`).
 2. :func:`decide`: finish what a killed run left (an unfinished
    replacement, temporary files), then
 
    - a finished seed (``done``) is reported and skipped, ``complete`` or
-     ``stale`` with the keys that differ, unless ``overwrite``;
+     ``stale`` with the keys that differ, unless ``overwrite``. Before it
+     is skipped as ``complete``, :func:`verify` loads the data and compares
+     its content fingerprint with the one ``done`` records (other data:
+     ``stale``);
    - with ``train.auto_resume True`` and a checkpoint, resume: the
      checkpoint's identity is compared with this run's; changed optimiser
      hyper-parameters take effect, any other change is refused;
@@ -60,19 +67,19 @@ import torch_geometric.graphgym.register as gg
 
 from graphgps_ext import dist
 from graphgps_ext.config import ConfigError
-from graphgps_ext.files import ResultsWriteError, remove_temp_files, write_guard
-from graphgps_ext.identity import (fingerprint, format_changes, identity,
-                                   resume_changes, seed_status)
+from graphgps_ext.files import remove_temp_files, write_guard
+from graphgps_ext.identity import (DATA_KEY, MISSING, data_record, fingerprint,
+                                   format_changes, identity, resume_changes,
+                                   seed_status)
 from graphgps_ext.logger import (RunLogger, attach_run_log, get_logger,
                                  setup_logging, truncate_stats)
 from graphgps_ext.run_config import finalize_cfg
-from graphgps_ext.run_dir import RunDir
+from graphgps_ext.run_dir import RunDir, RunFileError, UnsafePath
 from graphgps_ext.seed_folder import (Replacement, SeedFolderError, SeedLock,
                                       SeedLocked, check_seed, file_digests,
                                       read_best, recover, run_entries)
 from graphgps_ext.train import checkpoint as ckpt
 from graphgps_ext.train import speed
-from graphgps_ext.train.checkpoint import CheckpointError
 from graphgps_ext.train.loop import NonFiniteLossError, Trainer
 from graphgps_ext.train.loss import LOSSES
 from graphgps_ext.train.rng import seed_everything
@@ -99,6 +106,18 @@ def make_loaders(cfg, bundle, rank: int = 0, world_size: int = 1,
 
 def run_dir_of(cfg) -> str:
     return RunDir.of(cfg.out_dir, cfg.run_name, cfg.seed).path
+
+
+def data_fingerprint(bundle) -> str:
+    """The content fingerprint of the data a run reads: the loader's
+    (``bundle.info['fingerprint']``, taken before the encodings), else
+    computed from the bundle's splits and split indices
+    (:func:`graphgps_ext.loader.fingerprint.content_fingerprint`)."""
+    info = getattr(bundle, 'info', None) or {}
+    if isinstance(info.get('fingerprint'), str):
+        return info['fingerprint']
+    from graphgps_ext.loader.fingerprint import content_fingerprint
+    return content_fingerprint(bundle.splits, getattr(bundle, 'split_indices', None))
 
 
 def build_model(cfg, task) -> torch.nn.Module:
@@ -156,9 +175,10 @@ def run_seed(cfg, cfg_file: Optional[str] = None,
     how to resume.
     """
     ident = identity(cfg)  # as requested, before dataset-dependent values
-    run_dir = run_dir_of(cfg)
+    folder = RunDir.of(cfg.out_dir, cfg.run_name, cfg.seed)
+    run_dir = folder.path
     setup_logging(None)
-    lock = _on_main(lambda: claim(run_dir))
+    lock = _on_main(lambda: claim(folder))
     try:
         plan, state = _on_main(
             lambda: decide(cfg, run_dir, ident, overwrite), default=(None, None))
@@ -169,7 +189,7 @@ def run_seed(cfg, cfg_file: Optional[str] = None,
         trainer = start(cfg, run_dir, run, plan, ident, callbacks)
         best = train(trainer, lambda *drop: resume_command(
             cfg_file, opts, cfg.seed, drop))
-        finish(run_dir, trainer, best, ident, trainer.elapsed())
+        finish(run_dir, trainer, best, ident, trainer.elapsed(), data=run.data)
         return best
     finally:
         if lock is not None:
@@ -184,7 +204,9 @@ def _on_main(fn: Callable, default=None):
     if dist.is_main_process():
         try:
             out = fn()
-        except (StartRefused, CheckpointError, ResultsWriteError) as e:
+        except (UnsafePath, RunFileError) as e:  # the results tree: refused
+            err = StartRefused(str(e))
+        except Exception as e:  # noqa: BLE001 - raised on every process below
             err = e
     err = dist.broadcast_object(err)
     if err is not None:
@@ -192,12 +214,16 @@ def _on_main(fn: Callable, default=None):
     return out
 
 
-def claim(run_dir: str) -> SeedLock:
+def claim(run_dir) -> SeedLock:
     """Lock the seed folder (creating it): :class:`StartRefused` naming the
-    holder when another process runs this seed."""
+    holder when another process runs this seed, or the link when the folder
+    (a :class:`~graphgps_ext.run_dir.RunDir`, checked from its root, or a
+    path) is reached through a symbolic link or lies outside the tree."""
     try:
-        return SeedLock(run_dir).acquire()
-    except SeedLocked as err:
+        if isinstance(run_dir, RunDir):
+            run_dir.check()
+        return SeedLock(os.fspath(run_dir)).acquire()
+    except (SeedLocked, UnsafePath) as err:
         raise StartRefused(str(err)) from None
 
 
@@ -206,7 +232,14 @@ def decide(cfg, run_dir: str, ident: Dict[str, Any], overwrite: bool
     """``(plan, checkpoint state)`` for the seed folder (rank 0, under the
     lock). See the module docstring."""
     log = get_logger()
-    restored = recover(run_dir)
+    try:
+        restored = recover(run_dir)
+    except RunFileError as err:
+        raise StartRefused(
+            f'{run_dir}: a replacement of the run there was stopped, and its '
+            f'{err}: it was not written by a run, so nothing it names is moved. '
+            f'Move the entries of {RunDir(run_dir).pending} back by hand (or '
+            'delete that folder), then start again') from None
     if restored:
         log.warning(f'{run_dir}: a run that was replacing this one was stopped '
                     'before it started; the previous run is restored '
@@ -215,27 +248,18 @@ def decide(cfg, run_dir: str, ident: Dict[str, Any], overwrite: bool
     if removed:
         log.info(f'removed {len(removed)} temporary file(s) of interrupted '
                  'writes: ' + ', '.join(os.path.relpath(p, run_dir) for p in removed))
-    status = seed_status(run_dir, ident)
+    status = seed_status(run_dir, ident, data_record(cfg))
     if status.state == 'damaged' and not overwrite:
         raise StartRefused(status.problem)
     if status.done is not None and not overwrite:
-        if status.state == 'complete':
-            note = (f'{run_dir} is done (complete: same config); skipped. Pass '
-                    '--overwrite to run it again')
-        else:
-            note = (f'{run_dir} is done ({status.describe()}); skipped. Pass '
-                    '--overwrite to replace it with a run of this config')
-        try:  # a stale run's files are not checked by seed_status
-            best = read_best(run_dir)
-        except SeedFolderError as err:
-            raise StartRefused(f'{err}; pass --overwrite to replace the '
-                               'run') from None
-        (log.info if status.state == 'complete' else log.warning)(note)
-        return Plan('skip', note, best=best), None
+        if status.state == 'complete' or status.data_moved:
+            return verify(cfg, run_dir, ident), None
+        return _skip(run_dir, status), None
     last = RunDir(run_dir).last_ckpt
     if (cfg.train.auto_resume and not overwrite and status.done is None
             and ckpt.has_checkpoint(last)):
         state, used, warning = ckpt.load_latest(last)
+        _check_state(state, used)
         try:  # the stats it continues must reach the checkpoint's epoch
             check_seed(run_dir, last_epoch=state['epoch'])
         except SeedFolderError as err:
@@ -253,15 +277,73 @@ def decide(cfg, run_dir: str, ident: Dict[str, Any], overwrite: bool
     return Plan('fresh', note), None
 
 
-def _resume_changes(old: Optional[Dict[str, Any]], new: Dict[str, Any],
+def verify(cfg, run_dir: str, ident: Dict[str, Any]) -> Plan:
+    """The skip plan of a finished seed of this config (rank 0): the data
+    is loaded and its content compared with the data ``done`` records;
+    ``complete`` when they agree, ``stale`` (naming the fingerprints and
+    folders) when not. Writes nothing."""
+    get_logger().info(f'{run_dir} is done with this config; comparing the data '
+                      'it read with the data here')
+    bundle = load_dataset(cfg)
+    status = seed_status(run_dir, ident, data_record(cfg, data_fingerprint(bundle)))
+    if status.state == 'damaged':
+        raise StartRefused(status.problem)
+    return _skip(run_dir, status)
+
+
+def _skip(run_dir: str, status) -> Plan:
+    """Report a finished seed and return its skip plan."""
+    log = get_logger()
+    if status.state == 'complete':
+        note = (f'{run_dir} is done (complete: same config and data); skipped. '
+                'Pass --overwrite to run it again')
+    else:
+        note = (f'{run_dir} is done ({status.describe()}); skipped. Pass '
+                '--overwrite to replace it with a run of this config')
+    try:  # a stale run's files are not checked by seed_status
+        best = read_best(run_dir)
+    except SeedFolderError as err:
+        raise StartRefused(f'{err}; pass --overwrite to replace the '
+                           'run') from None
+    (log.info if status.state == 'complete' else log.warning)(note)
+    return Plan('skip', note, best=best)
+
+
+def _check_state(state: Dict[str, Any], path: str):
+    """A checkpoint to resume from must be one this program wrote for a run:
+    an integer epoch from -1 (the initial state), the identity of its run, a
+    best record of an epoch it had trained."""
+    def refuse(problem: str):
+        raise StartRefused(
+            f'cannot resume from {path}: {problem}; it was not written by a run of '
+            'this program. Pass --overwrite to start this seed afresh, or restore '
+            'the checkpoint from a copy')
+    if not isinstance(state, dict):
+        refuse('it is not a checkpoint record')
+    epoch = state.get('epoch')
+    if not isinstance(epoch, int) or isinstance(epoch, bool) or epoch < -1:
+        refuse(f'its epoch is {epoch!r}, not an epoch of a run (-1 for the initial '
+               'state, then 0, 1, ...)')
+    if not isinstance(state.get('identity'), dict):
+        refuse('it records no identity of the run that wrote it (which config, '
+               'which data), so what a resume would continue cannot be checked')
+    best = state.get('best')
+    if best is not None and not (isinstance(best, dict) and isinstance(
+            best.get('epoch'), int) and 0 <= best['epoch'] <= epoch):
+        refuse(f'its best record is of epoch {_best_epoch(best)}, not one of the '
+               f'epochs 0-{epoch} it had trained')
+
+
+def _best_epoch(best: Any) -> Any:
+    return best.get('epoch') if isinstance(best, dict) else best
+
+
+def _resume_changes(old: Dict[str, Any], new: Dict[str, Any],
                     run_dir: str) -> List[Tuple[str, Any, Any]]:
     """The resumable changes between the checkpoint's identity and this
-    run's; :class:`StartRefused` naming the others."""
-    if old is None:
-        get_logger().warning(
-            f'the checkpoint of {run_dir} records no config identity (written '
-            'by an older version): changed keys cannot be checked on resume')
-        return []
+    run's (the data is compared once loaded, :func:`_resume`);
+    :class:`StartRefused` naming the others."""
+    old = {k: v for k, v in old.items() if k != DATA_KEY}  # compared once loaded
     allowed, refused = resume_changes(old, new)
     if refused:
         raise StartRefused(
@@ -300,10 +382,12 @@ def prepare(cfg, plan: Plan, state: Optional[Dict[str, Any]]) -> SimpleNamespace
         seed_everything(dist.rank_seed(cfg.seed, rank))
     if plan.action == 'resume' and state is None:
         state = ckpt.load(plan.checkpoint)
+    data = data_record(cfg, data_fingerprint(bundle))
+    if plan.action == 'resume':
+        _same_data(cfg, state, data)
     return SimpleNamespace(bundle=bundle, task=bundle.task, metric=metric,
                            mode=mode, model=model, loaders=loaders, device=device,
-                           fast=fast,
-                           state=state, global_batch=global_batch)
+                           fast=fast, data=data, state=state, global_batch=global_batch)
 
 
 def _write_run_files(cfg, run_dir: str, bundle, fp: str):
@@ -335,7 +419,8 @@ def start(cfg, run_dir: str, run: SimpleNamespace, plan: Plan,
         trainer = Trainer(cfg, run.model, run.loaders, LOSSES[cfg.model.loss_fun],
                           run.metric, run.mode, run.task.metrics, run_dir,
                           run_logger, run.device, callbacks, fast_path=run.fast)
-        trainer.identity = ident
+        # The checkpoints record the data too: a resume on other data is refused.
+        trainer.identity = {**ident, DATA_KEY: run.data['fingerprint']}
         _log_setup(cfg, run, trainer)
         if fresh:
             trainer.save_last()  # the initial state: resumable from here on
@@ -354,6 +439,22 @@ def start(cfg, run_dir: str, run: SimpleNamespace, plan: Plan,
                                    'next run on this seed restores it')
         raise
     return trainer
+
+
+def _same_data(cfg, state: Dict[str, Any], data: Dict[str, Any]):
+    """A resume continues on the data the checkpoint was trained on:
+    :class:`StartRefused` otherwise (before anything is written)."""
+    old = state['identity'].get(DATA_KEY, MISSING)
+    if old == MISSING:
+        get_logger().warning(
+            f'the checkpoint of {run_dir_of(cfg)} records no data fingerprint (written '
+            'by an earlier version): the data it was trained on cannot be compared')
+    elif old != data['fingerprint']:
+        raise StartRefused(
+            f'cannot resume {run_dir_of(cfg)}: the run was trained on other data '
+            f"({DATA_KEY} {old} -> {data['fingerprint']}, read from {data['dir']}). "
+            'Point dataset.dir at the data it was trained on to resume it, or pass '
+            '--overwrite to start this seed afresh.')
 
 
 def _resume(cfg, run_dir: str, run: SimpleNamespace, plan: Plan,
@@ -426,8 +527,12 @@ def train(trainer: Trainer, resume_cmd: Callable[..., str]
         raise
     except NonFiniteLossError as err:
         trainer.logger.close(failed=True)
-        log.error(f'{err} Resume with, e.g.: {resume_cmd("optim.base_lr")} '
-                  f'optim.base_lr {trainer.cfg.optim.base_lr / 10:g}')
+        key = getattr(err, 'key', 'optim.base_lr')
+        if key is None:  # not a setting: nothing to resume with
+            log.error(str(err))
+        else:
+            value = err.value if err.value is not None else trainer.cfg.optim.base_lr / 10
+            log.error(f'{err} Resume with, e.g.: {resume_cmd(key)} {key} {value:g}')
         raise
     except BaseException:
         trainer.logger.close(failed=True)
@@ -437,10 +542,13 @@ def train(trainer: Trainer, resume_cmd: Callable[..., str]
 
 
 def finish(run_dir: str, trainer: Trainer, best: Optional[Dict[str, Any]],
-           ident: Dict[str, Any], seconds: float):
+           ident: Dict[str, Any], seconds: float,
+           data: Optional[Dict[str, Any]] = None):
     """Log the best epoch and write ``done`` (rank 0). ``seconds``: the
     training time over every segment of the run (a resumed segment adds its
-    own to the earlier ones' up to their last checkpoint)."""
+    own to the earlier ones' up to their last checkpoint); ``data``: the
+    data record (:func:`graphgps_ext.identity.data_record` with the content
+    fingerprint), without which the seed counts as ``stale``."""
     metric = trainer.metric
     if best is not None:
         get_logger().info(f'best epoch {best["epoch"] + 1}: ' + ' | '.join(
@@ -456,5 +564,7 @@ def finish(run_dir: str, trainer: Trainer, best: Optional[Dict[str, Any]],
             'skipped_batches': trainer.skipped_batches,
             'fingerprint': fingerprint(ident),
             'identity': ident,
+            'seed': trainer.cfg.seed,
+            **({'data': data} if data is not None else {}),
             'files': file_digests(run_dir),
         })

@@ -37,7 +37,7 @@ from graphgps_ext.loader.sources import check_dataset, spec_of
 from graphgps_ext.logger import get_logger
 from graphgps_ext.metrics import direction
 from graphgps_ext.register import register_all
-from graphgps_ext.run_dir import RunDir
+from graphgps_ext.run_dir import RunDir, run_name_path
 from graphgps_ext.task import TaskInfo
 from graphgps_ext.train.loss import LOSSES
 
@@ -112,6 +112,8 @@ def load_cfg(cfg_file: Optional[str] = None,
     cfg.accelerator = resolve_accelerator(cfg.accelerator)
     if not cfg.run_name:
         cfg.run_name = config_name(cfg_file) if cfg_file else 'default'
+    # One folder for the composed and the decomposed spelling of a name.
+    cfg.run_name = run_name_path(str(cfg.run_name))
     _check_paths(cfg)
     cfg.gnn.dim_inner = cfg.gt.dim_hidden
     cfg.cfg_dest = RunDir.CONFIG

@@ -55,7 +55,27 @@ Every whole-file write is atomic (:mod:`graphgps_ext.files`); appends add
 one line. The readers return the raw records (``None`` or ``{}`` for a
 missing or unreadable file, as each method says) and raise
 :class:`RunFileError` (the file and what is wrong) where the callers
-report a damaged file.
+report a damaged file. Every JSON value is parsed with a bound on its
+nesting (:func:`graphgps_ext.files.loads`).
+
+The tree is a jail. Each folder object knows the *root* of the tree it
+belongs to (``out_dir`` for the folders :meth:`Results.run` and
+:meth:`RunDir.of` give; by default the results folder two levels above a
+seed folder, one above a run folder). Every path a folder gives is
+checked by :func:`confine` when it is asked for: it must lie inside the
+root (no ``..`` out of it, no absolute run name) and no existing component
+below the root may be a symbolic link, the file itself included, so
+nothing is read, written, moved or deleted through a link. The root itself
+may be a link (``results -> /scratch/results``). :meth:`RunDir.entry`
+allows the last component to be a link, for the operations that do not
+follow one (moving a run entry aside, deleting it). A path that fails
+raises :class:`UnsafePath`, naming the link or the escape. Run names are
+Unicode-normalised (NFC), so the composed and decomposed spellings of one
+name are one folder. The lock is created with ``O_CREAT | O_EXCL |
+O_NOFOLLOW`` (:mod:`graphgps_ext.seed_folder`), temporary files of atomic
+writes likewise (:mod:`graphgps_ext.files`), appends open with
+``O_NOFOLLOW``, and ``.replacing/manifest.json`` holds entry names only
+(:meth:`RunDir.read_manifest` refuses anything else).
 
 What is not here: checking that the files of a seed folder agree with
 each other, the lock and the replacement of a previous run
@@ -66,11 +86,33 @@ which their tools compose and write whole. Their names are given here.
 """
 import json
 import os
+import re
+import unicodedata
 from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
 
-from graphgps_ext.files import read_jsonl, write_guard, write_json, write_text
+from graphgps_ext.files import (UnsafePath, confine, load_file, loads, read_jsonl,
+                                write_guard, write_json, write_text)
+
+__all__ = ['UnsafePath', 'confine', 'RunFileError', 'RunDir', 'RunRoot', 'Results',
+           'SearchDir', 'FINGERPRINT_LINE', 'run_name_path', 'is_seed_name', 'write_yaml']
 
 PathLike = Union[str, os.PathLike]
+
+
+def run_name_path(name: str) -> str:
+    """A run name as a folder name: Unicode NFC (one folder for the composed
+    and the decomposed spelling of a name)."""
+    return unicodedata.normalize('NFC', name)
+
+
+#: A seed folder's name: a seed in plain ASCII digits, without leading zeros.
+SEED_NAME = re.compile(r'0|[1-9][0-9]*', re.ASCII)
+
+
+def is_seed_name(name: str) -> bool:
+    """Whether ``name`` is the name of a seed folder (``str(seed)``; names
+    such as ``'007'``, ``'²'`` or ``'٣'`` are not)."""
+    return SEED_NAME.fullmatch(name) is not None
 
 #: The first line of ``config.yaml``.
 FINGERPRINT_LINE = '# fingerprint: {}'
@@ -93,9 +135,12 @@ def _lines(records: Sequence[Any]) -> str:
 
 
 def _append_line(path: str, line: str):
-    """Add one line to ``path`` (created if missing)."""
-    with write_guard(path), open(path, 'a') as f:
-        f.write(line + '\n')
+    """Add one line to ``path`` (created if missing; never through a link)."""
+    with write_guard(path):
+        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW,
+                     0o666)
+        with os.fdopen(fd, 'a', encoding='utf-8') as f:
+            f.write(line + '\n')
 
 
 def _read_lines(path: str, name: str) -> List[Tuple[int, Any]]:
@@ -116,27 +161,36 @@ def _read_lines(path: str, name: str) -> List[Tuple[int, Any]]:
         if not line.strip():
             continue
         try:
-            out.append((i + 1, json.loads(line)))
-        except ValueError:
+            out.append((i + 1, loads(line)))
+        except ValueError as err:
             if i == len(lines) - 1:
                 break
-            raise RunFileError(name, f'line {i + 1} is not JSON') from None
+            why = f' ({err})' if 'nested' in str(err) else ''
+            raise RunFileError(name, f'line {i + 1} is not JSON{why}') from None
     return out
 
 
 def _read_json(path: str) -> Any:
-    """The JSON value of ``path``; ``OSError`` / ``ValueError`` as
-    :func:`json.load` raises them."""
-    with open(path, encoding='utf-8') as f:
-        return json.load(f)
+    """The JSON value of ``path`` (:func:`graphgps_ext.files.load_file`:
+    nesting bounded); ``OSError`` / ``ValueError``."""
+    return load_file(path)
 
 
 class _Folder:
     """A folder of the results tree, path-like: ``os.path.join(folder,
-    ...)`` and ``open`` take it; :meth:`join` gives a path below it."""
+    ...)`` and ``open`` take it; :meth:`join` gives a path below it,
+    checked against the tree's root (:func:`confine`). ``tree``: the root
+    (by default :attr:`LEVELS` folders above this one)."""
+    #: How many folders above this one the root lies by default.
+    LEVELS = 0
 
-    def __init__(self, path: PathLike):
+    def __init__(self, path: PathLike, tree: Optional[PathLike] = None):
         self.path = os.fspath(path)
+        if tree is None:
+            tree = os.path.normpath(self.path)
+            for _ in range(self.LEVELS):
+                tree = os.path.dirname(tree)
+        self.tree = os.fspath(tree)
 
     def __fspath__(self) -> str:
         return self.path
@@ -148,7 +202,24 @@ class _Folder:
         return f'{type(self).__name__}({self.path!r})'
 
     def join(self, *names: str) -> str:
-        return os.path.join(self.path, *names)
+        """The path of ``names`` below this folder, checked: inside the root,
+        through no link (:class:`UnsafePath`)."""
+        path = os.path.join(self.path, *names)
+        confine(path, self.tree)
+        return path
+
+    def entry(self, name: str) -> str:
+        """The path of the entry ``name`` of this folder for moving or
+        deleting it: checked as :meth:`join`, except that the entry itself
+        may be a link (which is moved or deleted, never followed)."""
+        path = os.path.join(self.path, name)
+        confine(path, self.tree, link_ok=True)
+        return path
+
+    def check(self) -> str:
+        """This folder's path, checked as :meth:`join` checks its files."""
+        confine(self.path, self.tree)
+        return self.path
 
 
 class RunDir(_Folder):
@@ -181,10 +252,13 @@ class RunDir(_Folder):
     ENTRIES: Tuple[str, ...] = (DONE, CONFIG, LOG, BEST, DATA, SPLIT_INDICES,
                                 HISTORY, *SPLITS, CKPT, WANDB)
 
+    LEVELS = 2
+
     @classmethod
     def of(cls, out_dir: PathLike, run_name: str, seed: int) -> 'RunDir':
-        """The seed folder of ``seed`` in ``<out_dir>/<run_name>``."""
-        return RunRoot(os.path.join(out_dir, run_name)).seed(seed)
+        """The seed folder of ``seed`` in ``<out_dir>/<run_name>`` (its root:
+        ``out_dir``)."""
+        return Results(out_dir).run(run_name).seed(seed)
 
     # ----------------------------------------------------------- names --
     @classmethod
@@ -208,7 +282,7 @@ class RunDir(_Folder):
     def checked_files(cls) -> Tuple[str, ...]:
         """The files of a finished run whose SHA-256 the ``done`` marker
         records (relative paths)."""
-        return (cls.CONFIG, cls.BEST, *(cls.stats_name(s) for s in cls.SPLITS))
+        return (cls.CONFIG, cls.BEST, cls.DATA, *(cls.stats_name(s) for s in cls.SPLITS))
 
     @classmethod
     def is_entry(cls, name: str) -> bool:
@@ -297,7 +371,7 @@ class RunDir(_Folder):
     @property
     def root(self) -> 'RunRoot':
         """The run folder that holds this seed folder."""
-        return RunRoot(os.path.dirname(os.path.normpath(self.path)))
+        return RunRoot(os.path.dirname(os.path.normpath(self.path)), self.tree)
 
     # --------------------------------------------------------- formats --
     @staticmethod
@@ -311,8 +385,8 @@ class RunDir(_Folder):
         """The holder's ``info`` from the contents of ``lock``, or ``None``
         (empty: not written yet, or not a JSON object)."""
         try:
-            info = json.loads(data.decode() or 'null')
-        except ValueError:
+            info = loads(data.decode() or 'null')
+        except ValueError:  # UnicodeDecodeError included
             return None
         return info if isinstance(info, dict) else None
 
@@ -406,7 +480,7 @@ class RunDir(_Folder):
     def read_done(self) -> Optional[Dict[str, Any]]:
         """The ``done`` marker as a dict (``{}`` when it is not a JSON
         object, e.g. written by hand), or ``None`` when there is none."""
-        if not os.path.exists(self.done):
+        if not os.path.lexists(self.done):
             return None
         try:
             data = _read_json(self.done)
@@ -419,17 +493,45 @@ class RunDir(_Folder):
         """``.replacing/manifest.json``."""
         return os.path.join(self.pending, self.MANIFEST)
 
+    @classmethod
+    def is_entry_name(cls, name: Any) -> bool:
+        """Whether ``name`` is the plain name of a run entry (no path: no
+        separator, not ``.`` or ``..``)."""
+        return (isinstance(name, str) and cls.is_entry(name) and '/' not in name
+                and os.sep not in name and '\0' not in name
+                and name not in (os.curdir, os.pardir))
+
     def write_manifest(self, names: Sequence[str]):
-        """The entries a replacement moves aside, atomically."""
+        """The entries a replacement moves aside (their names, never paths),
+        atomically."""
+        bad = [n for n in names if not self.is_entry_name(n)]
+        if bad:
+            raise ValueError(f'not names of run entries: {bad}')
         write_text(self.manifest, json.dumps(list(names)))
 
     def read_manifest(self) -> Optional[List[str]]:
         """The entries recorded by :meth:`write_manifest`, or ``None`` when
-        the manifest is missing or incomplete (not JSON)."""
+        the manifest is missing or incomplete (not JSON). A manifest that
+        holds anything but a list of entry names (a path such as
+        ``../../x``) raises :class:`RunFileError`: it was not written by a
+        run, and nothing it names is moved."""
+        name = f'{self.PENDING}/{self.MANIFEST}'
         try:
-            return _read_json(self.manifest)
-        except (FileNotFoundError, ValueError):
+            names = _read_json(self.manifest)
+        except FileNotFoundError:
             return None
+        except ValueError as err:
+            if 'nested' in str(err):
+                raise RunFileError(name, f'is not a list of entry names ({err})') from None
+            return None  # torn by a kill while it was written: nothing moved yet
+        except OSError as err:
+            raise RunFileError(name, f'cannot be read ({err})') from None
+        if not isinstance(names, list) or not all(map(self.is_entry_name, names)):
+            shown = [n for n in names if not self.is_entry_name(n)][:3] \
+                if isinstance(names, list) else type(names).__name__
+            raise RunFileError(name, f'holds {shown!r}, not only names of run '
+                               f'entries ({", ".join(self.ENTRIES)})')
+        return names
 
 
 class RunRoot(_Folder):
@@ -438,26 +540,41 @@ class RunRoot(_Folder):
     AGG = 'agg'
     CURVES = 'curves.png'
     LOGS = 'logs'
+    LEVELS = 1
 
     def seed(self, seed: Union[int, str]) -> RunDir:
-        return RunDir(os.path.join(self.path, str(seed)))
+        return RunDir(os.path.join(self.path, str(seed)), self.tree)
+
+    def seed_names(self) -> Tuple[List[str], List[str]]:
+        """``(seed folder names, other names that look like seeds)`` among
+        the entries of this folder: a seed folder's name is ``str(seed)``
+        (:func:`is_seed_name`); names of digits in another form (``'007'``,
+        ``'²'``, ``'٣'``) are listed apart, never read as seeds."""
+        names, odd = [], []
+        for entry in sorted(os.listdir(self.check())):
+            if is_seed_name(entry):
+                names.append(entry)
+            elif any(c.isdigit() for c in entry) and all(
+                    c.isdigit() or c.isspace() for c in entry):
+                odd.append(entry)
+        return sorted(names, key=int), odd
 
     @property
     def agg(self) -> str:
-        return os.path.join(self.path, self.AGG)
+        return self.join(self.AGG)
 
     def agg_split(self, split: str) -> str:
-        return os.path.join(self.agg, split)
+        return self.join(self.AGG, split)
 
     def agg_best(self, split: str) -> str:
-        return os.path.join(self.agg, split, RunDir.BEST)
+        return self.join(self.AGG, split, RunDir.BEST)
 
     def agg_stats(self, split: str) -> str:
-        return os.path.join(self.agg, split, RunDir.STATS)
+        return self.join(self.AGG, split, RunDir.STATS)
 
     @property
     def curves(self) -> str:
-        return os.path.join(self.agg, self.CURVES)
+        return self.join(self.AGG, self.CURVES)
 
     def write_agg(self, split: str, best: Dict[str, Any],
                   stats: Sequence[Dict[str, Any]]):
@@ -469,11 +586,13 @@ class RunRoot(_Folder):
 
     def remove_agg(self, split: str):
         """Remove ``agg/<split>/``'s files (where present)."""
-        for path in (self.agg_best(split), self.agg_stats(split)):
-            try:
-                os.remove(path)
-            except FileNotFoundError:
-                pass
+        for name in (RunDir.BEST, RunDir.STATS):
+            path = self.entry(os.path.join(self.AGG, split, name))
+            with write_guard(path):
+                try:
+                    os.remove(path)
+                except FileNotFoundError:
+                    pass
 
     def read_agg_best(self, split: str) -> Optional[Dict[str, Any]]:
         """``agg/<split>/best.json``, or ``None`` (none, not a JSON object)."""
@@ -489,7 +608,7 @@ class RunRoot(_Folder):
 
     @property
     def logs(self) -> str:
-        return os.path.join(self.path, self.LOGS)
+        return self.join(self.LOGS)
 
     @classmethod
     def seed_log_name(cls, seed: Union[int, str]) -> str:
@@ -498,7 +617,7 @@ class RunRoot(_Folder):
         return f'{cls.LOGS}/seed{seed}.log'
 
     def seed_log(self, seed: int) -> str:
-        return os.path.join(self.path, self.seed_log_name(seed))
+        return self.join(self.seed_log_name(seed))
 
 
 class Results(_Folder):
@@ -514,19 +633,21 @@ class Results(_Folder):
     CHOSEN = 'chosen.yaml'
 
     def run(self, run_name: str) -> RunRoot:
-        return RunRoot(os.path.join(self.path, run_name))
+        """The run folder of ``run_name`` (Unicode NFC, :func:`run_name_path`),
+        its root this results folder."""
+        return RunRoot(os.path.join(self.path, run_name_path(run_name)), self.path)
 
     @property
     def report(self) -> str:
-        return os.path.join(self.path, self.REPORT)
+        return self.join(self.REPORT)
 
     @property
     def slurm(self) -> str:
-        return os.path.join(self.path, self.SLURM)
+        return self.join(self.SLURM)
 
     def search(self, task: str) -> str:
         """The folder of the grid search ``task`` (:class:`SearchDir`)."""
-        return os.path.join(self.path, self.SEARCHES, task)
+        return self.join(self.SEARCHES, task)
 
 
 def write_yaml(path: PathLike, tree: Dict[str, Any], header: str):
@@ -544,26 +665,27 @@ class SearchDir(_Folder):
     points, their run folders and fingerprints), the points' configs
     ``configs/<point>.yaml``, the ranking ``summary.csv`` and the best
     point's config ``chosen.yaml`` (the configs: :func:`write_yaml`)."""
+    LEVELS = 2
 
     @property
     def record(self) -> str:
-        return os.path.join(self.path, Results.SEARCH)
+        return self.join(Results.SEARCH)
 
     @property
     def configs(self) -> str:
-        return os.path.join(self.path, Results.CONFIGS)
+        return self.join(Results.CONFIGS)
 
     def config(self, point: str) -> str:
         """``configs/<point>.yaml``."""
-        return os.path.join(self.configs, f'{point}.yaml')
+        return self.join(Results.CONFIGS, f'{point}.yaml')
 
     @property
     def summary(self) -> str:
-        return os.path.join(self.path, Results.SUMMARY)
+        return self.join(Results.SUMMARY)
 
     @property
     def chosen(self) -> str:
-        return os.path.join(self.path, Results.CHOSEN)
+        return self.join(Results.CHOSEN)
 
     def write_record(self, search: Dict[str, Any]):
         """``search.json``, atomically."""

@@ -41,3 +41,43 @@ class Interrupt:
         if self.calls == self.at:
             raise KeyboardInterrupt
         return cross_entropy(pred, true)
+
+
+def seal(run_dir, epochs=None, best_epoch=None, fingerprint='aaaa', identity=None,
+         data='d0', seed=None, data_dir='/data', **extra):
+    """Mark a seed folder written by hand as finished, as a run does: the
+    fingerprint line at the top of ``config.yaml`` (written with the seed
+    when missing) and a ``done`` marker with the run's record, its data
+    record (``data``: its content fingerprint, read from ``data_dir``;
+    ``None``: none, as an earlier version wrote) and the SHA-256 of its
+    files. ``epochs`` and
+    ``best_epoch`` default to the stats' and ``best.json``'s."""
+    import json
+
+    from graphgps_ext.run_dir import FINGERPRINT_LINE
+    from graphgps_ext.seed_folder import file_digests
+    run_dir = str(run_dir)
+    seed = int(os.path.basename(os.path.normpath(run_dir))) if seed is None else seed
+    config = os.path.join(run_dir, 'config.yaml')
+    text = open(config).read() if os.path.exists(config) else f'seed: {seed}\n'
+    if not text.startswith('# fingerprint:'):
+        text = FINGERPRINT_LINE.format(fingerprint) + '\n' + text
+    with open(config, 'w') as f:
+        f.write(text)
+    if epochs is None:
+        epochs = len(read_jsonl(os.path.join(run_dir, 'train', STATS_FILE)))
+    best_path = os.path.join(run_dir, 'best.json')
+    if best_epoch is None and os.path.exists(best_path):
+        best_epoch = json.load(open(best_path))['epoch']
+    marker = {'epochs': epochs, 'best_epoch': best_epoch, 'fingerprint': fingerprint,
+              'identity': identity or {}, 'seed': seed}
+    if data is not None:
+        marker['data'] = {'fingerprint': data, 'dir': data_dir}
+    marker.update(extra)
+    marker['files'] = file_digests(run_dir)
+    if data is None:  # an earlier version: the files present, no data.json
+        marker['files'] = {k: v for k, v in marker['files'].items()
+                           if v is not None and k != 'data.json'}
+    with open(os.path.join(run_dir, 'done'), 'w') as f:
+        json.dump(marker, f)
+    return marker

@@ -1,6 +1,7 @@
 """``python -m graphgps_ext.agg`` on hand-written seed folders; seeds of
 different configs; concurrent aggregations with readers; GraphGym's
 ``agg_runs`` on a results folder made by ``main.py``."""
+import errno
 import json
 import os
 import subprocess
@@ -13,10 +14,15 @@ from graphgps_ext.agg import MixedRunsError, aggregate, main
 from graphgps_ext.files import read_jsonl
 from graphgps_ext.logger import STATS_FILE
 
+from run_checks import seal
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
-def write_seed(root, seed, accs, best_epoch, done=True, fingerprint=None, identity=None):
+def write_seed(root, seed, accs, best_epoch, done=True, fingerprint='aaaa', identity=None,
+               data='d0'):
+    """A seed folder as a run writes it; ``done``: finished (sealed, see
+    :func:`run_checks.seal`, with the data fingerprint ``data``)."""
     run = root / str(seed)
     for split in ('train', 'val', 'test'):
         (run / split).mkdir(parents=True)
@@ -31,25 +37,14 @@ def write_seed(root, seed, accs, best_epoch, done=True, fingerprint=None, identi
         best[split] = {'epoch': best_epoch, 'loss': 1 - accs[best_epoch],
                        'accuracy': accs[best_epoch], 'params': 42}
     (run / 'best.json').write_text(json.dumps(best))
+    (run / 'config.yaml').write_text(f'# fingerprint: {fingerprint}\nseed: {seed}\n')
+    (run / 'data.json').write_text(json.dumps({'sizes': {'train': 8, 'val': 1, 'test': 1}}))
     if done:
-        marker = {'epochs': len(accs)}
-        if fingerprint:
-            marker.update(fingerprint=fingerprint, identity=identity or {})
-            (run / 'config.yaml').write_text(f'# fingerprint: {fingerprint}\nseed: {seed}\n')
-        (run / 'done').write_text(json.dumps(marker))
+        seal(run, fingerprint=fingerprint, identity=identity, data=data)
 
 
 def _edit(path, text):
     path.write_text(text)
-
-
-def _seal(run):
-    """Record the files' SHA-256 in ``done``, as a finished run does."""
-    from graphgps_ext.seed_folder import file_digests
-    marker = json.loads((run / 'done').read_text())
-    marker['files'] = file_digests(str(run))
-    marker['best_epoch'] = json.loads((run / 'best.json').read_text())['epoch']
-    (run / 'done').write_text(json.dumps(marker))
 
 
 # (id, damage(seed folder), the file named, words of the message)
@@ -87,8 +82,7 @@ def test_a_damaged_seed_is_refused_naming_seed_and_file(tmp_path, capsys, damage
                                                         words):
     root = tmp_path / 'quick'
     for seed in (0, 1):
-        write_seed(root, seed, [0.5, 0.7, 0.6], 1, fingerprint='aaaa')
-        _seal(root / str(seed))
+        write_seed(root, seed, [0.5, 0.7, 0.6 + seed / 10], 1)
     damage(root / '1')
     assert main([str(root)]) == 2
     err = capsys.readouterr().err
@@ -96,17 +90,19 @@ def test_a_damaged_seed_is_refused_naming_seed_and_file(tmp_path, capsys, damage
     assert 'Traceback' not in err and not (root / 'agg').exists()
 
 
-def test_checks_without_recorded_digests(tmp_path):
-    """A marker of an older version (no digests): the files still parse,
-    epochs are contiguous and agree with 'done', best.json with the stats."""
+def test_markers_of_an_earlier_version(tmp_path):
+    """A marker with the SHA-256 of the files present but no data record
+    (an earlier version) is read; one without any SHA-256 (edited, or of a
+    version before they were recorded) is refused: its files cannot be
+    verified."""
     from graphgps_ext.seed_folder import SeedFolderError
     root = tmp_path / 'old'
-    write_seed(root, 0, [0.5, 0.7, 0.6], 1, fingerprint='aaaa')
+    write_seed(root, 0, [0.5, 0.7, 0.6], 1, data=None)
     assert aggregate(str(root))['used'] == [0]
-    best = json.loads((root / '0' / 'best.json').read_text())
-    best['test']['accuracy'] = 0.99  # hand-edited result
-    (root / '0' / 'best.json').write_text(json.dumps(best))
-    with pytest.raises(SeedFolderError, match='test values differ from test/stats.json'):
+    marker = json.loads((root / '0' / 'done').read_text())
+    del marker['files']
+    (root / '0' / 'done').write_text(json.dumps(marker))
+    with pytest.raises(SeedFolderError, match="'done' records no SHA-256"):
         aggregate(str(root))
 
 
@@ -118,7 +114,189 @@ def test_a_symlinked_seed_folder_is_counted_once(tmp_path, capsys):
     assert main([str(root)]) == 0
     out = capsys.readouterr().out
     assert '2 seed(s) aggregated [0, 1]' in out
-    assert 'counted once (a second name of a seed folder): 2 (the same folder as 1)' in out
+    assert 'counted once: 2 (a symbolic link to 1)' in out
+
+
+def test_copies_hard_links_and_links_of_a_seed_count_once(tmp_path, capsys):
+    import shutil
+    root = tmp_path / 'quick'
+    write_seed(root, 0, [0.5, 0.7, 0.6], 1)
+    write_seed(root, 1, [0.4, 0.8, 0.9], 2)
+    shutil.copytree(root / '0', root / '5')  # cp -r
+    shutil.copytree(root / '1', root / '6', copy_function=os.link)  # cp -al
+    os.symlink('0', root / '7')
+    assert main([str(root)]) == 0
+    out = capsys.readouterr().out
+    assert '2 seed(s) aggregated [0, 1]' in out
+    assert ('counted once: 7 (a symbolic link to 0), 5 (a copy of 0: the same run '
+            'identity and results), 6 (a copy of 1: hard links to its files)') in out
+    # A copy whose original is gone is refused: it holds another seed's run.
+    shutil.rmtree(root / '0')
+    os.unlink(root / '7')
+    assert main([str(root)]) == 2
+    err = capsys.readouterr().err
+    assert f"seed folder {root / '5'}: config.yaml is the config of seed 0" in err
+
+
+def test_a_link_out_of_the_run_folder_is_refused(tmp_path, capsys):
+    write_seed(tmp_path / 'other', 0, [0.1, 0.2], 1)
+    root = tmp_path / 'quick'
+    write_seed(root, 0, [0.5, 0.7], 1)
+    os.symlink(tmp_path / 'other' / '0', root / '1')
+    assert main([str(root)]) == 2
+    err = capsys.readouterr().err
+    assert f'{root / "1"} is a symbolic link (to {tmp_path / "other" / "0"})' in err
+    assert 'Traceback' not in err and not (root / 'agg').exists()
+
+
+def test_names_of_digits_that_are_not_seeds_are_not_read(tmp_path, capsys):
+    import shutil
+    root = tmp_path / 'quick'
+    write_seed(root, 0, [0.5, 0.7], 1)
+    for name in ('\u00b2', '007', '\u0663'):  # superscript two, 007, Arabic-Indic three
+        shutil.copytree(root / '0', root / name)
+    assert main([str(root)]) == 0
+    out = capsys.readouterr().out
+    assert '1 seed(s) aggregated [0]' in out
+    assert "not read (digits, but not the name of a seed folder" in out
+    assert "'007', '\\xb2', '\\u0663'" in out
+
+
+def test_nan_metrics_are_values(tmp_path, capsys):
+    """A test AP that is NaN (no positive label in the test split) is a
+    value: the seed is not damaged, the mean over seeds is NaN."""
+    root = tmp_path / 'quick'
+    for seed in (0, 1):
+        run = root / str(seed)
+        write_seed(root, seed, [0.5, 0.7 + seed / 10], 1, done=False)
+        stats = [json.loads(ln) for ln in (run / 'test' / STATS_FILE).read_text().splitlines()]
+        best = json.loads((run / 'best.json').read_text())
+        for rec in (stats[1], best['test']):
+            rec['accuracy'] = float('nan')
+        (run / 'test' / STATS_FILE).write_text(''.join(json.dumps(r) + '\n' for r in stats))
+        (run / 'best.json').write_text(json.dumps(best))
+        seal(run)
+    assert 'NaN' in (root / '0' / 'best.json').read_text()
+    assert main([str(root)]) == 0
+    best = json.loads((root / 'agg' / 'test' / 'best.json').read_text())
+    assert best['num_seeds'] == 2 and best['accuracy'] != best['accuracy']  # NaN
+    val = json.loads((root / 'agg' / 'val' / 'best.json').read_text())
+    assert val['accuracy'] == pytest.approx(0.75)
+
+
+def _best(**change):
+    def edit(run):
+        best = json.loads((run / 'best.json').read_text())
+        best.update(change)
+        (run / 'best.json').write_text(json.dumps(best))
+    return edit
+
+
+def _marker(edit):
+    def change(run):
+        marker = json.loads((run / 'done').read_text())
+        edit(marker)
+        (run / 'done').write_text(json.dumps(marker))
+    return change
+
+
+# Edits made consistently (the files resealed), caught by what they hold.
+# (id, edit(seed folder), reseal, the file named, words)
+INCONSISTENT = [
+    ('val-not-a-record', _best(val='x'), True, 'best.json', "'val' is not a record of val"),
+    ('test-a-string', _best(test={'accuracy': 'x'}), True, 'best.json',
+     "'test' is not a record of test"),
+    ('epoch-beyond', _best(epoch=9), 'best', 'done',
+     "records the best epoch 9, not one of the run's epochs 0-2"),
+    ('epoch-negative', _best(epoch=-5), True, 'best.json', "integer 'epoch' >= 0"),
+    ('no-metric', _best(metric=None), True, 'best.json', "and a 'metric'"),
+    ('files-missing', _marker(lambda m: m.pop('files')), False, 'done',
+     'records no SHA-256'),
+    ('files-empty', _marker(lambda m: m.update(files={})), False, 'done',
+     'records no SHA-256'),
+    ('files-partial', _marker(lambda m: m['files'].pop('best.json')), False, 'best.json',
+     'has no SHA-256'),
+    ('files-not-a-digest', _marker(lambda m: m['files'].update({'best.json': ''})), False,
+     'done', "records \"\" as the SHA-256 of best.json"),
+    ('files-other-name', _marker(lambda m: m['files'].update({'../x': None})), False,
+     'done', 'not a file of a seed folder'),
+    ('epochs-a-string', _marker(lambda m: m.update(epochs='3')), False, 'done',
+     "integer 'epochs'"),
+    ('deep-done', lambda r: _edit(r / 'done', '[' * 100000 + ']' * 100000), False, 'done',
+     'nested too deeply'),
+    ('deep-stats', lambda r: _edit(r / 'val' / STATS_FILE, '[' * 100000 + ']' * 100000
+                                   + '\n{"epoch": 0}\n'), False, 'val/stats.json',
+     'line 1 is not JSON (nested 100000 levels deep'),
+    ('deep-best', lambda r: _edit(r / 'best.json', '{"a": ' * 100000), False,
+     'best.json', 'nested 100000 levels deep'),
+    ('deep-data', lambda r: _edit(r / 'data.json', '[' * 100000), False, 'data.json',
+     'was changed after the run finished'),
+]
+
+
+@pytest.mark.parametrize('edit,reseal,name,words', [d[1:] for d in INCONSISTENT],
+                         ids=[d[0] for d in INCONSISTENT])
+def test_edited_results_are_refused(tmp_path, capsys, edit, reseal, name, words):
+    root = tmp_path / 'quick'
+    for seed in (0, 1):
+        write_seed(root, seed, [0.5, 0.7, 0.6 + seed / 10], 1)
+    edit(root / '1')
+    if reseal:  # 'best': done records best.json's epoch, else epoch 1
+        seal(root / '1', best_epoch=None if reseal == 'best' else 1)
+    assert main([str(root)]) == 2
+    err = capsys.readouterr().err
+    shown = repr(name) if name == 'done' else name
+    assert f"seed folder {root / '1'}: {shown}" in err and words in err, err
+    assert 'Traceback' not in err and not (root / 'agg').exists()
+
+
+def test_a_best_epoch_the_run_never_trained_is_refused(tmp_path, capsys):
+    root = tmp_path / 'quick'
+    write_seed(root, 0, [0.5, 0.7, 0.6], 1, done=False)  # unfinished: no marker
+    _best(epoch=7)(root / '0')
+    assert main([str(root), '--include-unfinished']) == 2
+    assert 'best.json is of epoch 7, beyond the epochs the run trained (0-2' in \
+        capsys.readouterr().err
+
+
+def test_runs_on_different_data_are_never_mixed(tmp_path, capsys):
+    root = tmp_path / 'nci1'
+    write_seed(root, 0, [0.5, 0.7], 1, data='full')
+    write_seed(root, 1, [0.4, 0.6], 1, data='full')
+    write_seed(root, 2, [0.9, 0.1], 0, data='sample')
+    (root / '2' / 'data.json').write_text(json.dumps({'sizes': {'train': 254, 'val': 32,
+                                                               'test': 32}}))
+    seal(root / '2', data='sample')
+    for argv in ([str(root)], [str(root), '--fingerprint', 'aaaa']):
+        assert main(argv) == 2
+        err = capsys.readouterr().err
+        assert 'holds runs of one config on 2 different data' in err
+        assert 'seeds [0, 1]: data full (from /data, 10 graphs)' in err
+        assert 'seeds [2]: data sample (from /data, 318 graphs)' in err
+    # A seed of an earlier version records no data: not averaged with the others.
+    for seed in (0, 1):
+        seal(root / str(seed), data=None)
+    assert main([str(root)]) == 2
+    assert 'seeds [0, 1]: no record of its data (an earlier version)' in \
+        capsys.readouterr().err
+    (root / '2' / 'done').unlink()
+    assert main([str(root)]) == 0
+
+
+def test_a_folder_that_cannot_be_written_exits_4(tmp_path, capsys, monkeypatch):
+    from graphgps_ext import files
+    root = tmp_path / 'quick'
+    write_seed(root, 0, [0.5, 0.7], 1)
+
+    def read_only(path, write_fn, keep_previous=None):
+        with files.write_guard(path):
+            raise OSError(errno.EROFS, 'Read-only file system')
+
+    monkeypatch.setattr(files, 'atomic_write_bytes', read_only)
+    assert main([str(root)]) == 4
+    err = capsys.readouterr().err
+    assert f"could not write {root / 'agg' / 'train' / 'best.json'}: Read-only" in err
+    assert 'mounted read-only' in err and 'free some space' not in err.lower()
 
 
 def test_mean_std_at_best_epochs_and_unfinished_seed(tmp_path, capsys):

@@ -260,7 +260,7 @@ def test_failed_start_and_stale_seed_leave_a_finished_seed_untouched(
             'tensorboard.use', 'True', 'wandb.use', 'True']
     # the same config: complete, skipped
     assert in_process(['--cfg', str(work / 'quick.yaml'), *base]) == 0
-    assert 'is done (complete: same config); skipped' in capsys.readouterr().out
+    assert 'is done (complete: same config and data); skipped' in capsys.readouterr().out
     # another lr: stale, named, skipped
     assert in_process(['--cfg', str(work / 'quick.yaml'),
                        *overriding(base, 'optim.base_lr', '0.005')]) == 0

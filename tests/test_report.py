@@ -9,6 +9,8 @@ import pytest
 from graphgps_ext import report
 from graphgps_ext.logger import STATS_FILE
 
+from run_checks import seal
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 NUMBERS = os.path.join(ROOT, 'run', 'paper_numbers.csv')
 TABLES = os.path.join(ROOT, 'run', 'tables.tsv')
@@ -125,7 +127,7 @@ def _write_seed(root, name, seed, test_metric, epochs=5, done=True, metric='mae'
         f'seed: {seed}\nmetric_best: {metric}\noptim:\n  max_epoch: {max_epoch}\n'
         f'  base_lr: 0.001\ndataset:\n  dir: {data_dir}\n')
     if done:
-        (d / 'done').write_text(json.dumps({'epochs': epochs, 'seconds': 1.0}))
+        seal(d, seconds=1.0)
 
 
 @pytest.fixture
@@ -289,9 +291,10 @@ def test_verdicts_consistent_differs_and_not_comparable(synthetic):
     mnist = next(r for r in rows if r.name == 'geaet-mnist')
     assert mnist.verdict == 'not comparable: 4 of 150 epochs'
     # A stand-in train split (data.json) makes the ZINC result not comparable.
-    for seed in (0, 1, 2):
-        (synthetic / 'results' / 'geaet-zinc-gin-geanet' / str(seed) / 'data.json').write_text(
-            json.dumps({'stand_in': True}))
+    for seed in (0, 1, 2):  # as the runs would have written it
+        folder = synthetic / 'results' / 'geaet-zinc-gin-geanet' / str(seed)
+        (folder / 'data.json').write_text(json.dumps({'stand_in': True}))
+        seal(folder)
     _, rows = report.write_report(res, tables, str(numbers), repo_root=str(synthetic),
                                   curves=False, papers=['geaet'])
     zinc = next(r for r in rows if r.name == 'geaet-zinc-gin-geanet')
@@ -300,7 +303,9 @@ def test_verdicts_consistent_differs_and_not_comparable(synthetic):
     numbers.write_text(text.replace('geaet,table3,ZINC,GIN+GEANet,mae,0.193,0.001,,',
                                     'geaet,table3,ZINC,GIN+GEANet,mae,0.120,0.01,4,'))
     for seed in (0, 1, 2):
-        (synthetic / 'results' / 'geaet-zinc-gin-geanet' / str(seed) / 'data.json').unlink()
+        folder = synthetic / 'results' / 'geaet-zinc-gin-geanet' / str(seed)
+        (folder / 'data.json').unlink()
+        seal(folder)
     _, rows = report.write_report(res, tables, str(numbers), repo_root=str(synthetic),
                                   curves=False, papers=['geaet'])
     zinc = next(r for r in rows if r.name == 'geaet-zinc-gin-geanet')
@@ -339,7 +344,7 @@ def _seed_curves(root, name, seed, val, test, metric='accuracy'):
     (d / 'best.json').write_text(json.dumps(best))
     (d / 'config.yaml').write_text(f'seed: {seed}\nmetric_best: {metric}\n'
                                    f'optim:\n  max_epoch: {len(val)}\n')
-    (d / 'done').write_text(json.dumps({'epochs': len(val), 'seconds': 1.0}))
+    seal(d, seconds=1.0)
 
 
 def test_report_shows_both_selections_labelled(tmp_path, capsys):
@@ -398,3 +403,70 @@ def test_best_over_epochs_follows_the_metric_direction_and_needs_curves(syntheti
                                   over_epochs=True)
     zinc = next(r for r in rows if r.name == 'geaet-zinc-gin-geanet')
     assert zinc.ours == '0.220 ± 0.016' and zinc.best_over == '—'
+
+# --------------------------------------------------------------------------- what is averaged
+def _main(synthetic):
+    return report.main(['--results', str(synthetic / 'results'),
+                        '--tables', str(synthetic / 'run' / 'tables.tsv'),
+                        '--numbers', NUMBERS, '--root', str(synthetic), '--no-curves'])
+
+
+@pytest.mark.parametrize('mix', ['config', 'data'])
+def test_report_refuses_the_mixes_agg_refuses(synthetic, capsys, mix):
+    from graphgps_ext import agg
+    seed = synthetic / 'results' / 'geaet-zinc-gin-geanet' / '2'
+    if mix == 'config':  # another config's run, as it writes its files
+        text = (seed / 'config.yaml').read_text().split('\n', 1)[1]
+        (seed / 'config.yaml').write_text('# fingerprint: bbbb\n' + text)
+        seal(seed, fingerprint='bbbb')
+    else:
+        seal(seed, data='other')
+    assert agg.main([str(seed.parent)]) == 2
+    agg_err = capsys.readouterr().err
+    assert _main(synthetic) == 2
+    err = capsys.readouterr().err
+    words = ('holds runs of 2 different configs' if mix == 'config'
+             else 'holds runs of one config on 2 different data')
+    assert words in agg_err and words in err
+
+
+def test_report_counts_a_copy_once(synthetic):
+    import shutil
+    base = synthetic / 'results' / 'geaet-zinc-gin-geanet'
+    shutil.copytree(base / '0', base / '7')
+    res = report.load_results(str(synthetic / 'results'), 'geaet-zinc-gin-geanet')
+    assert [s.seed for s in res.done] == [0, 1, 2]
+    assert report.ours_stats(res, 'test', 'mae')[2] == 3
+
+
+def test_one_run_name_in_two_unicode_spellings_is_refused(synthetic, capsys):
+    import shutil
+    results = synthetic / 'results'
+    shutil.copytree(results / 'my-experiment', results / 'caf\u00e9')
+    assert _main(synthetic) == 0
+    capsys.readouterr()
+    shutil.copytree(results / 'my-experiment', results / 'cafe\u0301')
+    assert _main(synthetic) == 2
+    err = capsys.readouterr().err
+    assert "one name in two Unicode spellings" in err and "'caf\\xe9'" in err
+
+
+def test_a_nan_metric_gets_no_verdict(synthetic):
+    """A mean over seeds with a NaN (an undefined metric) is reported, not
+    tested against the paper."""
+    base = synthetic / 'results' / 'geaet-zinc-gin-geanet'
+    for seed in ('0', '1', '2'):
+        best = json.loads((base / seed / 'best.json').read_text())
+        stats = [json.loads(ln) for ln in
+                 (base / seed / 'test' / STATS_FILE).read_text().splitlines()]
+        for rec in (best['test'], stats[-1]):
+            rec['mae'] = float('nan')
+        (base / seed / 'best.json').write_text(json.dumps(best))
+        (base / seed / 'test' / STATS_FILE).write_text(
+            ''.join(json.dumps(r) + '\n' for r in stats))
+        seal(base / seed)
+    _, rows = report.write_report(str(synthetic / 'results'),
+                                  str(synthetic / 'run' / 'tables.tsv'), NUMBERS,
+                                  repo_root=str(synthetic), curves=False, papers=['geaet'])
+    zinc = next(r for r in rows if r.name == 'geaet-zinc-gin-geanet')
+    assert zinc.verdict == 'no test: the metric is NaN (undefined) for a seed'

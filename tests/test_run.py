@@ -6,6 +6,7 @@ fall back and refuse, disk faults keep the last good state."""
 import errno
 import json
 import os
+from types import SimpleNamespace
 
 import pytest
 import torch
@@ -328,3 +329,79 @@ def test_single_node_training_batch_is_skipped(tiny_run, tiny_cfg, tiny_bundle,
     assert done['skipped_batches'] == 2
     assert 'skipped 1 training batch(es) of a single node' in capsys.readouterr().out
     assert len(stats(run_dir)) == 2
+
+
+# ----------------------------------------------------------- run identity --
+def test_a_seed_is_complete_only_for_the_data_it_read(tiny_run, tiny_cfg, tiny_bundle,
+                                                      monkeypatch, capsys, tmp_path):
+    """``done`` records the data (content fingerprint, folder), the seed and
+    the SHA-256 of the full set of files. A finished seed is complete for
+    the same graphs, moved or not, and stale for other graphs (a sample)."""
+    from graphgps_ext.identity import data_folder
+    from graphgps_ext.seed_folder import CHECKED_FILES
+    tiny_cfg.dataset.dir = str(tmp_path / 'full')
+    tiny_run.run_seed(tiny_cfg.clone())
+    run_dir = run_dir_of(tiny_cfg)
+    done = json.loads(open(os.path.join(run_dir, 'done')).read())
+    assert done['seed'] == 0 and sorted(done['files']) == sorted(CHECKED_FILES)
+    assert done['data'] == {'dir': data_folder(tiny_cfg),
+                            'fingerprint': tiny_run.data_fingerprint(tiny_bundle)}
+    before = snapshot(run_dir)
+    moved = tiny_cfg.clone()
+    moved.dataset.dir = str(tmp_path / 'moved')  # the same graphs elsewhere
+    tiny_run.run_seed(moved)
+    assert 'is done (complete: same config and data); skipped' in capsys.readouterr().out
+    sample = SimpleNamespace(**vars(tiny_bundle))
+    sample.splits = {k: v[:10] for k, v in tiny_bundle.splits.items()}
+    monkeypatch.setattr(tiny_run, 'load_dataset', lambda cfg: sample)
+    tiny_run.run_seed(moved)
+    out = capsys.readouterr().out
+    assert f"is done (stale: data fingerprint {done['data']['fingerprint']} -> " in out
+    assert 'skipped. Pass --overwrite' in out and snapshot(run_dir) == before
+
+
+def test_a_resume_on_other_data_is_refused(tiny_run, tiny_cfg, tiny_bundle,
+                                           monkeypatch):
+    run_dir = interrupted(tiny_run, tiny_cfg, monkeypatch)
+    before = snapshot(run_dir)
+    other = SimpleNamespace(**vars(tiny_bundle))
+    other.splits = dict(tiny_bundle.splits, train=tiny_bundle.splits['train'][::-1])
+    monkeypatch.setattr(tiny_run, 'load_dataset', lambda cfg: other)
+    tiny_cfg.train.auto_resume = True
+    with pytest.raises(StartRefused, match='the run was trained on other data '
+                       r'\(data fingerprint '):
+        tiny_run.run_seed(tiny_cfg.clone())
+    assert snapshot(run_dir) == before
+
+
+@pytest.mark.parametrize('edit,words', [
+    (lambda s: s.update(epoch=-5), 'its epoch is -5'),
+    (lambda s: s.update(epoch='1'), "its epoch is '1'"),
+    (lambda s: s.pop('identity'), 'it records no identity'),
+    (lambda s: s.update(identity=None), 'it records no identity'),
+    (lambda s: s.update(best={'epoch': 9}), 'its best record is of epoch 9'),
+])
+def test_a_checkpoint_no_run_wrote_is_refused(tiny_run, tiny_cfg, monkeypatch, edit,
+                                               words):
+    run_dir = interrupted(tiny_run, tiny_cfg, monkeypatch)
+    last = os.path.join(run_dir, 'ckpt', 'last.pt')
+    state = ckpt.load(last)
+    edit(state)
+    ckpt.save(state, last)
+    before = snapshot(run_dir)
+    tiny_cfg.train.auto_resume = True
+    with pytest.raises(StartRefused, match=f'cannot resume from {last}: {words}'):
+        tiny_run.run_seed(tiny_cfg.clone())
+    assert snapshot(run_dir) == before
+
+
+def test_overwrite_through_a_linked_seed_folder_is_refused(tiny_run, tiny_cfg):
+    tiny_run.run_seed(tiny_cfg.clone())
+    run_dir = run_dir_of(tiny_cfg)
+    before = snapshot(run_dir)
+    os.symlink(run_dir, os.path.join(os.path.dirname(run_dir), '1'))
+    other = tiny_cfg.clone()
+    other.seed = 1
+    with pytest.raises(StartRefused, match=r'tiny/1 is a symbolic link'):
+        tiny_run.run_seed(other, overwrite=True)
+    assert snapshot(run_dir) == before

@@ -18,7 +18,8 @@ import yaml
 import graphgps_ext
 from graphgps_ext.files import ResultsWriteError
 from graphgps_ext.run_dir import (FINGERPRINT_LINE, Results, RunDir, RunFileError,
-                                  RunRoot, SearchDir, write_yaml)
+                                  RunRoot, SearchDir, UnsafePath, confine, is_seed_name,
+                                  run_name_path, write_yaml)
 from graphgps_ext.seed_folder import CHECKED_FILES, RUN_ENTRIES, is_run_entry
 from graphgps_ext.train.checkpoint import previous_path
 
@@ -98,7 +99,7 @@ def test_entries_and_checked_files():
                                 'data.json', 'split_indices.pt',
                                 'resume_history.jsonl', 'train', 'val', 'test',
                                 'ckpt', 'wandb'}
-    assert CHECKED_FILES == ('config.yaml', 'best.json', 'train/stats.json',
+    assert CHECKED_FILES == ('config.yaml', 'best.json', 'data.json', 'train/stats.json',
                              'val/stats.json', 'test/stats.json')
     assert is_run_entry('events.out.tfevents.1.host') and is_run_entry('ckpt')
     for other in ('lock', '.replacing', 'notes.txt', 'logs'):
@@ -314,6 +315,118 @@ def test_a_failing_write_leaves_the_old_file(tmp_path, monkeypatch, name):
     write(run)  # and with room, the new version
     with open(path(run)) as f:
         assert f.read() != 'the old version\n'
+
+
+# ----------------------------------------------------------- the jail --
+def _outside(tmp_path):
+    """A file outside the results tree, and its bytes."""
+    victim = tmp_path / 'outside' / 'victim.txt'
+    victim.parent.mkdir()
+    victim.write_text('not yours\n')
+    return victim
+
+
+@pytest.mark.parametrize('link', ['run', 'seed', 'ckpt', 'file'])
+def test_no_path_through_a_link_below_the_root(tmp_path, link):
+    """A link anywhere below out_dir (the run folder, the seed folder, a
+    sub-folder, the file itself) is never followed: the path is refused,
+    naming the link, and nothing outside changes."""
+    victim = _outside(tmp_path)
+    out = tmp_path / 'results'
+    real = tmp_path / 'outside'
+    chain = {'run': out / 'zinc', 'seed': out / 'zinc' / '0',
+             'ckpt': out / 'zinc' / '0' / 'ckpt', 'file': out / 'zinc' / '0' / 'ckpt' / 'last.pt'}
+    chain[link].parent.mkdir(parents=True, exist_ok=True)
+    os.symlink(victim if link == 'file' else real, chain[link])
+    run = RunDir.of(out, 'zinc', 0)
+    with pytest.raises(UnsafePath, match=f'{chain[link]} is a symbolic link'):
+        run.last_ckpt
+    assert victim.read_text() == 'not yours\n'
+    if link == 'file':  # moving or deleting the link itself is allowed
+        assert run.entry('ckpt/last.pt') == str(chain['file'])
+
+
+def test_root_may_be_a_link_and_names_may_not_leave_it(tmp_path):
+    (tmp_path / 'scratch').mkdir()
+    os.symlink(tmp_path / 'scratch', tmp_path / 'results')
+    run = RunDir.of(tmp_path / 'results', 'zinc', 3)
+    assert run.done == str(tmp_path / 'results' / 'zinc' / '3' / 'done')
+    for name in ('..', '../elsewhere', '/etc', 'a/../../b'):
+        with pytest.raises(UnsafePath, match='outside the results root'):
+            RunDir.of(tmp_path / 'results', name, 0).done
+    assert confine(tmp_path / 'results' / 'x' / '..' / 'y', tmp_path / 'results') == \
+        str(tmp_path / 'results' / 'y')
+
+
+def test_one_folder_for_both_unicode_spellings(tmp_path):
+    nfc, nfd = 'caf\u00e9', 'cafe\u0301'
+    assert nfc != nfd and run_name_path(nfd) == nfc
+    assert RunDir.of(tmp_path, nfd, 0).path == RunDir.of(tmp_path, nfc, 0).path
+
+
+@pytest.mark.parametrize('names', [['../../../victim.txt'], ['done', '/etc/passwd'],
+                                   ['ckpt/../../x'], ['..'], [''], ['done\0x'], [1],
+                                   {'done': 1}, 'done', ['not-an-entry']])
+def test_a_manifest_holds_names_only(tmp_path, names):
+    run = _seed(tmp_path)
+    os.makedirs(run.pending)
+    with open(run.manifest, 'w') as f:
+        json.dump(names, f)
+    with pytest.raises(RunFileError, match='not only names of run entries'):
+        run.read_manifest()
+    if isinstance(names, list) and all(isinstance(n, str) for n in names):
+        with pytest.raises(ValueError, match='not names of run entries'):
+            run.write_manifest(names)
+
+
+def test_appends_never_follow_a_link(tmp_path):
+    victim = _outside(tmp_path)
+    run = _seed(tmp_path)
+    os.makedirs(run.split_dir('val'))
+    os.symlink(victim, os.path.join(run.path, 'val', 'stats.json'))
+    with pytest.raises(UnsafePath):
+        run.append_stats('val', {'epoch': 0})
+    # Below the checks, the append itself opens without following a link.
+    from graphgps_ext.run_dir import _append_line
+    with pytest.raises(ResultsWriteError):
+        _append_line(os.path.join(run.path, 'val', 'stats.json'), '{}')
+    assert victim.read_text() == 'not yours\n'
+
+
+@pytest.mark.parametrize('name', ['best', 'done', 'data', 'stats', 'history', 'agg',
+                                  'manifest'])
+def test_deep_json_is_refused_not_recursed(tmp_path, name):
+    """100,000 nested brackets (a hand-made file) are refused by the one
+    JSON reader before the parser recurses; every reader answers as it does
+    for any file that is not JSON."""
+    run = _seed(tmp_path)
+    deep = '[' * 100_000 + ']' * 100_000
+    paths = {'best': run.best, 'done': run.done, 'data': run.data,
+             'stats': run.stats('val'), 'history': run.history,
+             'agg': run.root.agg_stats('val'), 'manifest': run.manifest}
+    os.makedirs(os.path.dirname(paths[name]), exist_ok=True)
+    with open(paths[name], 'w') as f:
+        f.write(deep + '\n' + ('{"epoch": 0}\n' if name in ('stats', 'history', 'agg')
+                               else ''))
+    if name == 'best':
+        with pytest.raises(RunFileError, match='nested 100000 levels deep'):
+            run.read_best()
+    elif name == 'stats':
+        with pytest.raises(RunFileError, match='line 1 is not JSON .nested'):
+            run.read_stats('val')
+    elif name == 'manifest':
+        with pytest.raises(RunFileError, match='nested'):
+            run.read_manifest()
+    else:
+        read = {'done': run.read_done, 'data': run.read_data, 'history': run.read_history,
+                'agg': lambda: run.root.read_agg_stats('val')}[name]
+        assert read() in ({}, None, [])
+    assert RunDir.parse_lock(deep.encode()) is None
+
+
+def test_seed_folder_names():
+    assert [n for n in ('0', '7', '12', '007', '00', '²', '٣', '1e3', '-1', ' 1', '3 ')
+            if is_seed_name(n)] == ['0', '7', '12']
 
 
 # ---------------------------------------------------------- one owner --

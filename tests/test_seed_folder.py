@@ -11,6 +11,7 @@ import pytest
 
 from graphgps_ext import seed_folder as sf
 from graphgps_ext.logger import STATS_FILE
+from graphgps_ext.run_dir import RunFileError, UnsafePath
 
 from run_checks import snapshot
 
@@ -125,3 +126,84 @@ def test_stopped_before_the_manifest_nothing_is_touched(tmp_path):
     (run / '.replacing' / 'manifest.json.tmp').write_text('["do')
     assert sf.recover(str(run)) == []
     assert snapshot(run) == before and '.replacing' not in os.listdir(run)
+
+
+# ------------------------------------------------------------- the jail --
+def _victim(tmp_path):
+    victim = tmp_path / 'outside' / 'victim.txt'
+    victim.parent.mkdir(exist_ok=True)
+    victim.write_text('not yours\n')
+    return victim
+
+
+def test_a_lock_that_is_a_link_is_refused_and_its_target_untouched(tmp_path):
+    victim = _victim(tmp_path)
+    run_dir = tmp_path / 'results' / 'x' / '0'
+    run_dir.mkdir(parents=True)
+    os.symlink(victim, run_dir / 'lock')
+    with pytest.raises(UnsafePath, match='lock is a symbolic link'):
+        sf.SeedLock(str(run_dir)).acquire()
+    os.symlink(tmp_path / 'outside' / 'created-by-a-dangling-link', run_dir / 'l2')
+    os.replace(run_dir / 'l2', run_dir / 'lock')  # dangling: open would create it
+    with pytest.raises(UnsafePath):
+        sf.SeedLock(str(run_dir)).acquire()
+    assert victim.read_text() == 'not yours\n'
+    assert os.listdir(tmp_path / 'outside') == ['victim.txt']
+    assert sf.lock_holder(str(run_dir)) is None
+
+
+def test_a_left_lock_hard_linked_outside_is_replaced_not_written(tmp_path):
+    """A ``lock`` left behind (no holder) is replaced by a file the new
+    holder creates: a hard link to an outside file is unlinked, the file
+    keeps its bytes."""
+    victim = _victim(tmp_path)
+    run_dir = tmp_path / 'results' / 'x' / '0'
+    run_dir.mkdir(parents=True)
+    os.link(victim, run_dir / 'lock')
+    with sf.SeedLock(str(run_dir)):
+        assert sf.lock_holder(str(run_dir))['pid'] == os.getpid()
+        assert os.stat(run_dir / 'lock').st_ino != os.stat(victim).st_ino
+    assert victim.read_text() == 'not yours\n'
+
+
+@pytest.mark.parametrize('manifest', [['../../../outside/victim.txt'],
+                                      ['done', '../../outside/victim.txt'],
+                                      ['/outside/victim.txt'], ['done/../../x']])
+def test_recovery_never_moves_what_a_manifest_names_outside(tmp_path, manifest):
+    victim = _victim(tmp_path)
+    run = tmp_path / 'results' / 'x' / '0'
+    before = make_run(run)
+    (run / '.replacing').mkdir()
+    (run / '.replacing' / 'manifest.json').write_text(json.dumps(manifest))
+    with pytest.raises(RunFileError, match='not only names of run entries'):
+        sf.recover(str(run))
+    assert victim.read_text() == 'not yours\n'
+    # Nothing moved: the folder is left as it was, for the user to inspect.
+    assert {k: v for k, v in snapshot(run).items()
+            if not k.startswith('.replacing')} == before
+
+
+def test_a_pending_folder_that_is_a_link_is_refused(tmp_path):
+    victim = _victim(tmp_path)
+    run = tmp_path / 'results' / 'x' / '0'
+    make_run(run)
+    (tmp_path / 'outside' / 'manifest.json').write_text('["victim.txt"]')
+    os.symlink(tmp_path / 'outside', run / '.replacing')
+    with pytest.raises(UnsafePath, match='.replacing is a symbolic link'):
+        sf.recover(str(run))
+    assert victim.read_text() == 'not yours\n'
+    assert sorted(os.listdir(tmp_path / 'outside')) == ['manifest.json', 'victim.txt']
+
+
+def test_linked_entries_are_moved_and_deleted_as_links(tmp_path):
+    """A run entry that is a link (``ckpt`` -> a folder elsewhere) is moved
+    aside and deleted as a link: what it points to is untouched."""
+    victim = _victim(tmp_path)
+    run = tmp_path / 'results' / 'x' / '0'
+    run.mkdir(parents=True)
+    os.symlink(tmp_path / 'outside', run / 'ckpt')
+    os.symlink(victim, run / 'done')
+    rep = sf.Replacement(str(run))
+    assert rep.aside() == ['done', 'ckpt']
+    rep.commit()
+    assert os.listdir(run) == [] and victim.read_text() == 'not yours\n'

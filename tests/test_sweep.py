@@ -18,6 +18,8 @@ import pytest
 from graphgps_ext.sweep import cli, reproduce, slurm
 from graphgps_ext.sweep.plan import SweepError, parse_seeds, resolve
 
+from run_checks import seal
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SWEEP = os.path.join(ROOT, 'run', 'sweep.sh')
 REPRODUCE = os.path.join(ROOT, 'run', 'reproduce.sh')
@@ -28,7 +30,7 @@ REPRODUCE = os.path.join(ROOT, 'run', 'reproduce.sh')
 # `-m MODULE ARGS` records the call. With a GPU it holds a lock directory per
 # GPU so that two runs sharing a GPU fail loudly; configs named *fail* exit 3.
 FAKE_PY = r'''#!/usr/bin/env python3
-import json, os, sys, time
+import hashlib, json, os, sys, time
 args = sys.argv[1:]
 def record(line):
     with open(os.environ['FAKE_EVENTS'], 'a') as f:
@@ -69,8 +71,13 @@ with open(os.path.join(out, 'train', 'stats.json'), 'w') as f:
     f.write('{"epoch": 0}\n')
 with open(os.path.join(out, 'config.yaml'), 'w') as f:
     f.write(f'# fingerprint: {fp}\n')
+files = dict.fromkeys(['best.json', 'data.json', 'val/stats.json', 'test/stats.json'])
+for name in ('config.yaml', 'train/stats.json'):
+    files[name] = hashlib.sha256(open(os.path.join(out, name), 'rb').read()).hexdigest()
+data = {'fingerprint': 'fake', 'dir': os.path.realpath(opts.get('dataset.dir', 'datasets'))}
 with open(os.path.join(out, 'done'), 'w') as f:
-    json.dump({'epochs': 1, 'fingerprint': fp, 'identity': ident}, f)
+    json.dump({'epochs': 1, 'fingerprint': fp, 'identity': ident, 'seed': int(seed),
+               'data': data, 'files': files}, f)
 '''
 
 FAKE_SBATCH = r'''#!/usr/bin/env bash
@@ -176,8 +183,7 @@ def done(root, folder, seed, config, *overrides):
     (d / 'train').mkdir(parents=True, exist_ok=True)
     (d / 'train' / 'stats.json').write_text('{"epoch": 0}\n')  # as a finished run
     (d / 'config.yaml').write_text(f'# fingerprint: {t.fingerprint}\n')
-    (d / 'done').write_text(json.dumps({'epochs': 1, 'fingerprint': t.fingerprint,
-                                        'identity': t.identity}))
+    seal(d, fingerprint=t.fingerprint, identity=t.identity, data_dir=t.data['dir'])
     return t
 
 

@@ -32,7 +32,7 @@ def train_cfg(cfg):
 
     # ---- train ------------------------------------------------------------
     # Stop when the best validation metric has not improved for this many
-    # epochs (0: off).
+    # evaluations (every train.eval_period epochs; 0: off).
     cfg.train.early_stop_patience = 0
     # train.batch_size is per process. With batch_size_global > 0 the batch
     # per process is batch_size_global / world_size instead (it must
@@ -169,6 +169,9 @@ def declare():
                  'optim.schedule_patience', 'optim.min_lr',
                  'train.early_stop_patience', 'train.batch_size_global',
                  'num_workers', 'num_threads')
+    bounded('optim.weight_decay', lambda v: v <= 1,
+            'at most 1 (each step shrinks the weights by optim.base_lr x '
+            'optim.weight_decay of themselves; usual values are 0 to 0.1)')
     at_most(10 ** 7, 'train.batch_size', 'train.batch_size_global')
     at_most(10 ** 6, 'optim.max_epoch', 'optim.num_warmup_epochs')
     at_most(1024, 'num_workers', 'num_threads')

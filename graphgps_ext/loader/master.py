@@ -12,6 +12,7 @@ from torch_geometric.data import Dataset
 
 from graphgps_ext.loader import splits as split_utils
 from graphgps_ext.loader import datasets
+from graphgps_ext.loader.fingerprint import content_fingerprint
 from graphgps_ext.loader.sources import Source, check_dataset
 from graphgps_ext.task import TaskInfo, apply_overrides, build_task
 from graphgps_ext.transform import precompute
@@ -30,7 +31,11 @@ class DatasetBundle:
             disk (Peptides in the LRGB layout: csv rows), to save with the
             run; ``None`` when the splits are separate files (ZINC,
             GNNBenchmarkDataset, LRGBDataset, generated SBMs).
-        info: format, name, folder, load time, graph counts, ``stand_in``.
+        info: format, name, folder, load time, graph counts, ``stand_in``,
+            ``fingerprint`` (the content of the graphs and of the
+            dataset's own split as read, before ``dataset.max_graphs`` and a
+            seed's random split select from them:
+            :func:`graphgps_ext.loader.fingerprint.content_fingerprint`).
     """
     splits: Dict[str, Dataset]
     task: TaskInfo
@@ -84,6 +89,9 @@ def load_dataset(cfg) -> DatasetBundle:
     fmt = cfg.dataset.format
     check_dataset(cfg)
     src = datasets.reader(fmt)(cfg)
+    # What was read, before the config and the seed select from it.
+    content = content_fingerprint(src.parts, src.indices if 'all' in src.parts
+                                  and src.standard_split else None)
     _limit(src, int(cfg.dataset.max_graphs))
 
     if 'all' in src.parts:
@@ -108,7 +116,7 @@ def load_dataset(cfg) -> DatasetBundle:
     info = dict(format=fmt, name=cfg.dataset.name, folder=src.folder,
                 load_seconds=round(seconds, 3), sizes=sizes,
                 standard_split=src.standard_split,
-                stand_in=bool(src.extra.get('stand_in', False)))
+                stand_in=bool(src.extra.get('stand_in', False)), fingerprint=content)
     if info['stand_in']:
         info['stand_in_reason'] = src.extra.get('stand_in_reason', '')
     log.info('[*] %s / %s: %s graphs (train/val/test) in %.1f s; task %s '

@@ -240,9 +240,11 @@ def _pairs(args, plan_pairs) -> List[Tuple[str, List[int]]]:
 
 def _has_complete(target: Target) -> bool:
     from graphgps_ext.identity import seed_status
+    from graphgps_ext.run_dir import is_seed_name
     if not os.path.isdir(target.folder):
         return False
-    return any(e.isdigit() and seed_status(target.run_dir(int(e)), target.identity).state
+    return any(is_seed_name(e) and seed_status(target.run_dir(int(e)), target.identity,
+                                                target.data).state
                == 'complete' for e in os.listdir(target.folder))
 
 

@@ -16,7 +16,8 @@ from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Sequence, Tuple
 
 from graphgps_ext import seeds
-from graphgps_ext.identity import SeedStatus, fingerprint, identity, seed_status
+from graphgps_ext.identity import (SeedStatus, data_record, fingerprint, identity,
+                                   seed_status)
 from graphgps_ext.run_dir import RunDir, RunRoot
 
 
@@ -103,6 +104,8 @@ class Target:
     name: str
     identity: Dict
     fingerprint: str
+    #: The data folder the runs read (:func:`graphgps_ext.identity.data_record`).
+    data: Optional[Dict] = None
 
     @property
     def folder(self) -> str:
@@ -128,7 +131,7 @@ def resolve(config: str, overrides: Sequence[str]) -> Target:
         raise SweepError(f'{config}: {err}') from None
     ident = identity(cfg)
     return Target(config, list(overrides), str(cfg.out_dir), str(cfg.run_name), ident,
-                  fingerprint(ident))
+                  fingerprint(ident), data_record(cfg))
 
 
 @dataclass
@@ -225,7 +228,7 @@ def make_plan(pairs: Sequence[Tuple[str, Sequence[int]]], overrides: Sequence[st
             if key in seen:
                 continue
             seen.add(key)
-            status = seed_status(target.run_dir(seed), target.identity)
+            status = seed_status(target.run_dir(seed), target.identity, target.data)
             run = Run(target, seed, status)
             if status.state == 'complete' and not force:
                 plan.complete.append(run)
@@ -257,8 +260,8 @@ def lock_holder(run_dir: str) -> Optional[str]:
     a shared, non-blocking lock released at once."""
     import fcntl
     try:
-        fd = os.open(RunDir(run_dir).lock, os.O_RDONLY)
-    except OSError:
+        fd = os.open(RunDir(run_dir).lock, os.O_RDONLY | os.O_NOFOLLOW)
+    except (OSError, ValueError):  # ValueError: a link on the path (run_dir.UnsafePath)
         return None
     try:
         try:

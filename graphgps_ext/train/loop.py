@@ -7,11 +7,12 @@ One :class:`Trainer` trains one seed. Per epoch ``t`` (0-based):
 2. on evaluation epochs (``(t + 1) % train.eval_period == 0``, the first and
    the last epoch) evaluate ``val`` and ``test`` in eval mode;
 3. model selection: a strictly better validation value of ``metric_best``
-   (direction ``min``/``max`` from the task) makes ``t`` the best epoch and
+   (direction ``min``/``max`` from the task; NaN, a metric undefined on the
+   split, ranks below every number) makes ``t`` the best epoch and
    writes ``ckpt/best.pt`` and ``best.json`` (without a ``val`` split the
    train split selects);
 4. scheduler step (``reduce_on_plateau`` on the validation loss);
-5. stop early after ``train.early_stop_patience`` epochs without improvement
+5. stop early after ``train.early_stop_patience`` evaluations without improvement
    (``0``: never), or (``reduce_on_plateau``) once the lr is below
    ``optim.min_lr``;
 6. write ``ckpt/last.pt`` (the state that continues the run exactly; the
@@ -94,7 +95,14 @@ from graphgps_ext.train.rng import rng_state, seed_everything, set_rng_state
 
 
 class NonFiniteLossError(RuntimeError):
-    """A NaN or infinite loss (or parameter) stopped training."""
+    """A NaN or infinite loss (or parameter) stopped training. ``key`` and
+    ``value``: the config key to change on resume and a value to try
+    (``key`` ``None``: the cause is not a setting, e.g. the data)."""
+
+    def __init__(self, message: str, key: Optional[str] = 'optim.base_lr',
+                 value: Optional[float] = None):
+        super().__init__(message)
+        self.key, self.value = key, value
 
 
 def concat(tensors: Sequence[Tensor]) -> Tensor:
@@ -391,10 +399,10 @@ class Trainer:
 
     def save_last(self):
         if not all_finite(self.model):
+            text, key, value = self._non_finite_cause(first_batch=False)
             raise NonFiniteLossError(
-                f'parameters became non-finite at epoch {self.last_epoch + 1}; '
-                f'{self.last_path} keeps the last good state. Lower '
-                'optim.base_lr or set optim.clip_grad_norm True.')
+                f'parameters became non-finite at epoch {self.last_epoch + 1}. '
+                f'{text}; {self.last_path} keeps the last good state.', key, value)
         state = self.state_dict()  # collective: on every process
         if dist.is_main_process():
             ckpt.save(state, self.last_path, keep_previous=True)
@@ -600,10 +608,31 @@ class Trainer:
         where = (f'{bad[1]} loss in {split} at epoch {epoch + 1}, batch {bad[0] + 1}'
                  if bad is not None else
                  f'non-finite loss in {split} at epoch {epoch + 1} on another process')
+        # Before the first optimiser step of the run no setting of the
+        # optimiser can be the cause.
+        first = (split == 'train' and epoch == 0 and self.start_epoch == 0
+                 and bad is not None and bad[0] == 0)
+        text, key, value = self._non_finite_cause(first)
         raise NonFiniteLossError(
-            f'{where}. Lower optim.base_lr or set optim.clip_grad_norm True '
-            f'(optim.clip_grad_norm_value); {self.last_path} keeps the last '
-            'good state.')
+            f'{where}. {text}; {self.last_path} keeps the last good state.', key, value)
+
+    def _non_finite_cause(self, first_batch: bool):
+        """``(advice, key, value)`` for a non-finite loss: its likely cause in
+        words, the key to change on resume and a value to try."""
+        o = self.cfg.optim
+        if first_batch:
+            return ('It is the first batch, before any optimiser step: the cause '
+                    'is the data (an input or a label that is NaN or infinite) or '
+                    "the model's initialisation, not optim.base_lr", None, None)
+        lr, wd = float(o.base_lr), float(o.weight_decay)
+        if wd > 0 and (wd >= 1 or lr * wd >= 0.1):
+            return (f'Likely cause: optim.weight_decay {wd:g} (with optim.base_lr '
+                    f'{lr:g}, each step shrinks the weights by base_lr x weight_decay '
+                    f'= {lr * wd:.3g} of themselves, or adds weight_decay x weights to '
+                    'the gradient): lower optim.weight_decay (usual values: 0 to 0.1)',
+                    'optim.weight_decay', 0.01 if wd > 0.1 else wd / 10)
+        return ('Lower optim.base_lr or set optim.clip_grad_norm True '
+                '(optim.clip_grad_norm_value)', 'optim.base_lr', lr / 10)
 
     def fit(self) -> Optional[Dict[str, Any]]:
         """Train until ``optim.max_epoch`` or a stop rule; returns the best record."""
@@ -639,8 +668,11 @@ class Trainer:
         if sel is None:
             return
         value = sel[self.metric]
-        if math.isnan(value) or not is_better(
-                value, None if self.best is None else self.best['value'], self.mode):
+        # NaN (a metric undefined on this split) is a value, ranked below
+        # every number: the first evaluation is the best until a number comes.
+        best = None if self.best is None else self.best['value']
+        if best is not None and (math.isnan(value) or not (
+                math.isnan(best) or is_better(value, best, self.mode))):
             return
         self.best = {'epoch': epoch, 'metric': self.metric, 'mode': self.mode,
                      'split': self.select_split, 'value': value}
@@ -663,10 +695,14 @@ class Trainer:
     def _should_stop(self, epoch: int) -> bool:
         cfg = self.cfg
         patience = cfg.train.early_stop_patience
-        if (patience > 0 and self.best is not None
-                and epoch - self.best['epoch'] >= patience):
+        # Patience counts evaluations without improvement: an epoch that was
+        # not evaluated (train.eval_period > 1) says nothing.
+        if patience > 0 and self.best is not None and sum(
+                self.is_eval_epoch(e) for e in range(self.best['epoch'] + 1, epoch + 1)
+        ) >= patience:
             self.log.info(f'early stop at epoch {epoch + 1}: no better '
-                          f'{self.select_split} {self.metric} for {patience} epochs')
+                          f'{self.select_split} {self.metric} in {patience} '
+                          'evaluations')
             return True
         if (cfg.optim.scheduler == 'reduce_on_plateau'
                 and current_lr(self.optimizer) < cfg.optim.min_lr):

@@ -106,7 +106,7 @@ def test_done_run_is_skipped_unless_overwrite(tiny_run, tiny_cfg, capsys):
         best = tiny_run.run_seed(tiny_cfg.clone())
         assert best['epoch'] >= 0
         assert os.path.getmtime(os.path.join(run_dir, 'ckpt', 'last.pt')) == mtime
-    assert capsys.readouterr().out.count('is done (complete: same config); skipped') == 2
+    assert capsys.readouterr().out.count('is done (complete: same config and data); skipped') == 2
     # --overwrite starts afresh (stats rewritten, not appended).
     tiny_run.run_seed(tiny_cfg.clone(), overwrite=True)
     assert len(stats(run_dir, 'train')) == tiny_cfg.optim.max_epoch
@@ -417,3 +417,51 @@ def test_nan_loss_mid_epoch_is_reported_at_its_batch(tiny_run, tiny_cfg,
     assert all(torch.isfinite(v).all() for v in last['model'].values()
                if v.is_floating_point())
     assert len(stats(run_dir, 'train')) == 1
+
+
+def test_early_stopping_counts_evaluations(tiny_run, tiny_cfg):
+    """Patience counts evaluated epochs: with ``train.eval_period 3`` the
+    epochs between evaluations say nothing about improvement."""
+    tiny_cfg.optim.base_lr = 0.0  # nothing improves after the first epoch
+    tiny_cfg.train.early_stop_patience = 2
+    tiny_cfg.train.eval_period = 3
+    tiny_cfg.optim.max_epoch = 20
+    tiny_run.run_seed(tiny_cfg)
+    run_dir = os.path.join(tiny_cfg.out_dir, 'tiny', '0')
+    # evaluated: 0 (best), 2, 5 -> two evaluations without improvement
+    assert [r['epoch'] for r in stats(run_dir, 'val')] == [0, 2, 5]
+    assert len(stats(run_dir, 'train')) == 6
+
+
+def test_a_non_finite_loss_names_its_likely_cause(tiny_run, tiny_cfg, monkeypatch):
+    # The first batch, before any step: not the learning rate.
+    with monkeypatch.context() as m:
+        m.setitem(LOSSES, 'cross_entropy', NanAt(1))
+        with pytest.raises(NonFiniteLossError, match='first batch, before any optimiser '
+                           r'step: the cause is the data') as err:
+            tiny_run.run_seed(tiny_cfg.clone())
+    assert err.value.key is None and 'Lower optim.base_lr' not in str(err.value)
+    # A weight decay that blows the weights up: named, with a value to try.
+    cfg = tiny_cfg.clone()
+    cfg.optim.weight_decay = 1e300
+    with pytest.raises(NonFiniteLossError, match=r'Likely cause: optim.weight_decay 1e\+300'
+                       ) as err:
+        tiny_run.run_seed(cfg, overwrite=True)
+    assert (err.value.key, err.value.value) == ('optim.weight_decay', 0.01)
+    assert 'Lower optim.base_lr' not in str(err.value)
+    log = open(os.path.join(cfg.out_dir, 'tiny', '0', 'logging.log')).read()
+    assert 'train.auto_resume True optim.weight_decay 0.01' in log
+
+
+def test_a_nan_metric_is_a_value_not_damage(tiny_run, tiny_cfg, monkeypatch, capsys):
+    """A metric that is NaN on every split (e.g. an AP without a positive
+    label): the first evaluation is the best, the finished seed is complete
+    (not damaged) when asked again, and agg averages it."""
+    from graphgps_ext import metrics
+    from graphgps_ext.agg import main as agg
+    monkeypatch.setitem(metrics.METRICS, 'accuracy', lambda pred, true: float('nan'))
+    best = tiny_run.run_seed(tiny_cfg.clone())
+    assert best['epoch'] == 0 and math.isnan(best['test']['accuracy'])
+    tiny_run.run_seed(tiny_cfg.clone())
+    assert 'is done (complete: same config and data); skipped' in capsys.readouterr().out
+    assert agg([os.path.join(tiny_cfg.out_dir, 'tiny')]) == 0
