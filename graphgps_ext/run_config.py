@@ -17,7 +17,7 @@ auto``, ``metric_agg``, ``model.loss_fun: auto``) once its
 :class:`TaskInfo` is known, and logs the config's warnings.
 """
 import os
-from typing import List, Optional, Sequence, Tuple
+from typing import Dict, List, Optional, Sequence, Tuple
 
 import torch
 import torch_geometric.graphgym.register as gg
@@ -79,18 +79,20 @@ def resolve_accelerator(name: str) -> str:
                       "'auto', 'cpu', 'cuda', 'cuda:<index>'")
 
 
-_DEFAULTS: Optional[CfgNode] = None
+_DEFAULTS: Dict[Tuple, CfgNode] = {}
 
 
 def default_cfg() -> CfgNode:
     """GraphGym's defaults plus this project's groups, nothing merged (a
-    private copy; the reference for which keys a config sets)."""
-    global _DEFAULTS
-    if _DEFAULTS is None:
-        register_all()
-        _DEFAULTS = CfgNode()
-        set_cfg(_DEFAULTS)
-    return _DEFAULTS
+    private copy per set of registered groups; the reference for which keys
+    a config sets)."""
+    register_all()
+    key = tuple(gg.config_dict.items())
+    if key not in _DEFAULTS:
+        defaults = CfgNode()
+        set_cfg(defaults)
+        _DEFAULTS[key] = defaults
+    return _DEFAULTS[key]
 
 
 def load_cfg(cfg_file: Optional[str] = None,

@@ -22,8 +22,8 @@ from typing import Dict, List, Optional, Tuple
 
 from graphgps_ext import branches
 from graphgps_ext.branches import layer_type_of
-from graphgps_ext.config import (at_most, bounded, choices, ignored, non_negative, positive,
-                                 rule, volatile)
+from graphgps_ext.config.rules import (at_most, bounded, choices, ignored, non_negative,
+                                       positive, rule, volatile)
 
 PE_NAMES = ('LapPE', 'EquivStableLapPE', 'RWSE')
 #: The most random-walk steps of RWSE and of CSA's relative encoding.
