@@ -40,7 +40,7 @@ def register_all():
     """Register every config group and module of the package (idempotent)."""
     for name, fn in config_groups().items():
         _put(gg.config_dict, name, fn)
-    for name, cls in encoder.NODE_ENCODERS.items():
+    for name, cls in encoder.node_encoders().items():
         _put(gg.node_encoder_dict, name, cls)
     for name, cls in encoder.EDGE_ENCODERS.items():
         _put(gg.edge_encoder_dict, name, cls)

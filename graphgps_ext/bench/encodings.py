@@ -156,7 +156,7 @@ def on_the_fly_rows(name: str, graphs: list, batch_size: int,
     from yacs.config import CfgNode as CN
 
     from graphgps_ext.config.gt import gt_cfg
-    from graphgps_ext.config.posenc import posenc_cfg
+    from graphgps_ext.config.posenc import encodings_cfg
     from graphgps_ext.encoder.pair import PairEncoder
     from graphgps_ext.layer.context import GraphContext
     from graphgps_ext.task import TaskInfo
@@ -175,7 +175,7 @@ def on_the_fly_rows(name: str, graphs: list, batch_size: int,
         cfg = CN()
         cfg.dataset = CN(dict(node_encoder=False, edge_encoder=False))
         gt_cfg(cfg)
-        posenc_cfg(cfg)
+        encodings_cfg(cfg)
         cfg.pairenc.update(enable=True, rpe=rpe, steps=steps, on_the_fly=True)
         enc = PairEncoder.from_cfg(cfg, task, 64).to(device).eval()
         for what, fn in (('raw values', lambda: enc.relative_values(batch, ctx)),

@@ -21,9 +21,9 @@ from typing import Callable, Dict, List, NamedTuple, Tuple
 
 from yacs.config import CfgNode
 
-from graphgps_ext import branches
+from graphgps_ext import branches, encodings
 from graphgps_ext.config import dataset, gt, head, posenc, speed, train
-from graphgps_ext.config.options import branch_groups
+from graphgps_ext.config.options import branch_groups, encoding_groups
 from graphgps_ext.config.rules import Declarations, collect
 
 
@@ -34,8 +34,8 @@ class Group(NamedTuple):
 
 
 #: The groups written as modules of this package: name (the key of
-#: GraphGym's ``config_dict``) -> its functions, in order; the branch groups
-#: come after ``posenc`` (:func:`groups`).
+#: GraphGym's ``config_dict``) -> its functions, in order; the groups of the
+#: catalogues' entries come after ``posenc`` (:func:`groups`).
 MODULES: Dict[str, Group] = {
     'gt': Group(gt.gt_cfg, gt.declare),
     'dataset_ext': Group(dataset.dataset_cfg, dataset.declare),
@@ -49,10 +49,10 @@ _BEFORE_ENTRIES = ('gt', 'dataset_ext', 'posenc')
 
 def groups() -> Dict[str, Group]:
     """Every config group, in order: ``gt``, ``dataset_ext``, ``posenc``, the
-    branch groups (catalogue order), ``head``, ``train_ext``, ``speed``
-    (read at call time)."""
+    node encodings' groups and the branch groups (catalogue order),
+    ``head``, ``train_ext``, ``speed`` (read at call time)."""
     out = {name: MODULES[name] for name in _BEFORE_ENTRIES}
-    for name, functions in branch_groups().items():
+    for name, functions in {**encoding_groups(), **branch_groups()}.items():
         if name in MODULES:
             raise ValueError(f"config group '{name}' is declared by a module and "
                              'by a catalogue entry')
@@ -62,9 +62,10 @@ def groups() -> Dict[str, Group]:
 
 
 def _key() -> Tuple:
-    # The declarations are a function of the groups and of the branches
-    # that read them: entries compare by identity.
-    return tuple(groups().items()) + tuple(branches.CATALOGUE)
+    # The declarations are a function of the groups and of the catalogues'
+    # entries (which branches read a group, which encodings are selected):
+    # entries compare by identity.
+    return tuple(groups().items()) + tuple(branches.CATALOGUE) + tuple(encodings.ENCODINGS)
 
 
 @lru_cache(maxsize=4)

@@ -1,5 +1,6 @@
 """Config groups derived from the options of the catalogues' entries
-(:mod:`graphgps_ext.options`): a branch's group (:mod:`graphgps_ext.branches`).
+(:mod:`graphgps_ext.options`): a branch's group (:mod:`graphgps_ext.branches`)
+and a node encoding's ``posenc_<name>`` (:mod:`graphgps_ext.encodings`).
 
 From an entry's :class:`~graphgps_ext.options.OptionGroup` come its keys
 and defaults (the group itself is GraphGym's group function) and its
@@ -12,7 +13,8 @@ ablations) and the entry's own cross-option rules.
 from functools import lru_cache
 from typing import Callable, Dict, Tuple
 
-from graphgps_ext import branches
+from graphgps_ext import branches, encodings
+from graphgps_ext.config.posenc import pe_selected
 from graphgps_ext.config.rules import (at_most, bounded, choices, has_branch, ignored,
                                        non_negative, positive, rule)
 from graphgps_ext.options import Option, OptionGroup
@@ -103,10 +105,7 @@ def branch_group(group: OptionGroup) -> GroupFunctions:
 
 
 def _when_present(name: str, check):
-    def run(cfg):
-        return check(cfg) if has_branch(cfg, name) else None
-    run.__qualname__ = getattr(check, '__qualname__', 'rule')
-    return run
+    return _when(lambda cfg: has_branch(cfg, name), check)
 
 
 def branch_groups() -> Dict[str, GroupFunctions]:
@@ -122,3 +121,40 @@ def branch_groups() -> Dict[str, GroupFunctions]:
                              'is declared by another entry with other options')
         out[group.name] = branch_group(group)
     return out
+
+
+@lru_cache(maxsize=None)
+def encoding_group(entry: encodings.Encoding) -> GroupFunctions:
+    """The group functions of a node encoding's ``posenc_<name>``."""
+    group = entry.group
+    selected = pe_selected(entry.name)
+
+    def declare():
+        declare_values(group)
+        for check in entry.rules:
+            rule(_when(selected, check))
+        ignored(f'{group.name}.enable', unless=selected,
+                why=lambda cfg: "dataset.node_encoder is True, so the PEs are those "
+                                "named in dataset.node_encoder_name "
+                                f"'{cfg.dataset.node_encoder_name}'")
+        ignored(f'{group.name}.*', unless=selected,
+                why=(f'{entry.name} is not selected: add it to '
+                     'dataset.node_encoder_name (dataset.node_encoder True) or set '
+                     f'{group.name}.enable True'), in_file='warn')
+        declare_needs(group)
+    declare.__qualname__ = f'declare_{group.name}'
+    return group, declare
+
+
+def _when(selected, check):
+    def run(cfg):
+        return check(cfg) if selected(cfg) else None
+    run.__qualname__ = getattr(check, '__qualname__', 'rule')
+    return run
+
+
+def encoding_groups() -> Dict[str, GroupFunctions]:
+    """``{posenc_<name>: (add keys, declare)}`` of the node encodings of the
+    encoding catalogue, in its order."""
+    return {e.group.name: encoding_group(e)
+            for e in encodings.node_encodings().values()}

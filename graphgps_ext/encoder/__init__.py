@@ -5,9 +5,10 @@ by :mod:`graphgps_ext.register`; every class has
 ``from_cfg(cfg, task, dim)``, so a user-registered encoder is selected by
 name like a built-in one):
 
-- :data:`NODE_ENCODERS`: type encoders ``TypeDictNode``, ``MultiTypeNode``,
-  ``Atom``, ``LinearNode``, ``OneHotNode``, ``ASTNode``; PE encoders ``LapPE``,
-  ``EquivStableLapPE``, ``RWSE``.
+- :func:`node_encoders`: the type encoders of :data:`TYPE_ENCODERS`
+  (``TypeDictNode``, ``MultiTypeNode``, ``Atom``, ``LinearNode``,
+  ``OneHotNode``, ``ASTNode``) and the node encoder of every node encoding
+  of the encoding catalogue (:mod:`graphgps_ext.encodings`), by its name.
 - :data:`EDGE_ENCODERS`: ``TypeDictEdge``, ``Bond``, ``LinearEdge``,
   ``DummyEdge``.
 
@@ -37,33 +38,40 @@ from torch import nn
 import torch_geometric.graphgym.register as register
 from torch_geometric.nn.inits import reset
 
+from graphgps_ext import encodings
 from graphgps_ext.branches import layer_type_of
 from graphgps_ext.config import closest
 from graphgps_ext.config.posenc import node_encoder_parts, pair_encoder_needed
 from graphgps_ext.encoder.ast import ASTNode
 from graphgps_ext.encoder.composite import CompositeNodeEncoder
 from graphgps_ext.encoder.dummy_edge import DummyEdge
-from graphgps_ext.encoder.equiv_lap_pe import EquivStableLapPE
-from graphgps_ext.encoder.lap_pe import LapPE
 from graphgps_ext.encoder.linear import LinearEdge, LinearNode, OneHotNode
 from graphgps_ext.encoder.multi_type import MultiTypeNode
 from graphgps_ext.encoder.ogb import Atom, Bond
 from graphgps_ext.encoder.pair import PairEncoder
-from graphgps_ext.encoder.rwse import RWSE
 from graphgps_ext.encoder.type_dict import TypeDictEdge, TypeDictNode
 from graphgps_ext.layer.norm import MaskedBatchNorm1d, normalize, prefix_rows
 
-NODE_ENCODERS = {
+#: The node type encoders, by name.
+TYPE_ENCODERS = {
     'TypeDictNode': TypeDictNode,
     'MultiTypeNode': MultiTypeNode,
     'Atom': Atom,
     'LinearNode': LinearNode,
     'OneHotNode': OneHotNode,
     'ASTNode': ASTNode,
-    'LapPE': LapPE,
-    'EquivStableLapPE': EquivStableLapPE,
-    'RWSE': RWSE,
 }
+
+
+def node_encoders():
+    """``{name: class}`` of the node encoders: the type encoders and the
+    encoders of the catalogue's node encodings (read at call time)."""
+    return {**TYPE_ENCODERS, **{name: e.load() for name, e in
+                                encodings.node_encodings().items()}}
+
+
+#: The node encoders of the package (:func:`node_encoders` at import).
+NODE_ENCODERS = node_encoders()
 
 EDGE_ENCODERS = {
     'TypeDictEdge': TypeDictEdge,
@@ -72,14 +80,15 @@ EDGE_ENCODERS = {
     'DummyEdge': DummyEdge,
 }
 
-__all__ = ['NODE_ENCODERS', 'EDGE_ENCODERS', 'build_node_encoder',
+__all__ = ['NODE_ENCODERS', 'EDGE_ENCODERS', 'TYPE_ENCODERS', 'node_encoders',
+           'build_node_encoder',
            'build_edge_encoder', 'build_pair_encoder', 'CompositeNodeEncoder',
            'PairEncoder']
 
 
 def _lookup(table_name: str, name: str, role: str):
     table = getattr(register, table_name)
-    own = NODE_ENCODERS if table_name == 'node_encoder_dict' else EDGE_ENCODERS
+    own = node_encoders() if table_name == 'node_encoder_dict' else EDGE_ENCODERS
     # Own tables first: GraphGym pre-registers its own 'Atom' / 'Bond'
     # (without ``from_cfg``); the registry adds user-registered encoders.
     cls = own.get(name, table.get(name))
@@ -103,12 +112,13 @@ def build_node_encoder(cfg, task, dim: int) -> nn.Module:
                          'set dataset.node_encoder True and '
                          'dataset.node_encoder_name')
     concat, add, side, width = [], [], [], 0
+    table = encodings.node_encodings()
     for name in pes:
         cls = _lookup('node_encoder_dict', name, 'node PE')
-        if name == 'EquivStableLapPE':
+        if not table[name].embeds:  # prepares inputs of the layers
             side.append(cls.from_cfg(cfg, task, dim))
             continue
-        group = cfg[f'posenc_{name}']
+        group = cfg[table[name].group.name]
         if group.combine == 'add':
             add.append(cls.from_cfg(cfg, task, dim))
         else:

@@ -13,7 +13,7 @@ from torch_geometric.graphgym.config import set_cfg
 from yacs.config import CfgNode
 
 import graphgps_ext.config as config
-from graphgps_ext import branches, register
+from graphgps_ext import branches, encodings, register
 from graphgps_ext.config import Declarations, declarations, declared, leaf_keys
 from graphgps_ext.config.groups import MODULES, groups
 from graphgps_ext.metrics import METRICS
@@ -64,11 +64,15 @@ def test_the_catalogue_entries_bring_their_groups():
     names = list(groups())
     assert names[:3] == ['gt', 'dataset_ext', 'posenc']
     assert names[-3:] == ['head', 'train_ext', 'speed']
-    assert names[3:-3] == list(dict.fromkeys(
+    pes = [e.group.name for e in encodings.ENCODINGS if e.group is not None]
+    assert pes == ['posenc_LapPE', 'posenc_EquivStableLapPE', 'posenc_RWSE']
+    assert names[3:-3] == pes + list(dict.fromkeys(
         b.group for b in branches.CATALOGUE if b.group is not None))
     for entry in branches.CATALOGUE:
         if entry.options is not None:
             assert groups()[entry.group].cfg is entry.options
+    for entry in encodings.node_encodings().values():
+        assert groups()[entry.group.name].cfg is entry.group
 
 
 def test_the_registry_registers_the_listed_groups():
