@@ -32,6 +32,37 @@ def test_parse_layer_type():
             parse_layer_type(bad)
 
 
+def _hand_splits(path):
+    """Lines where ``path`` splits something named ``layer_type`` at ``+``."""
+    import ast
+    text = open(path, encoding='utf-8').read()
+    found = []
+    for node in ast.walk(ast.parse(text)):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) \
+                and node.func.attr == 'split' and node.args \
+                and isinstance(node.args[0], ast.Constant) and node.args[0].value == '+' \
+                and 'layer_type' in ast.get_source_segment(text, node.func.value):
+            found.append(node.lineno)
+    return found
+
+
+def test_layer_type_is_split_by_the_catalogues_parser_only():
+    """Outside the parser, only compat's readers of foreign formats (two-part
+    GraphGPS / CSA values) split ``gt.layer_type`` themselves."""
+    import os
+    import graphgps_ext
+    root = os.path.dirname(graphgps_ext.__file__)
+    found = {}
+    for folder, _, files in os.walk(root):
+        for f in files:
+            path = os.path.join(folder, f)
+            rel = os.path.relpath(path, root)
+            if f.endswith('.py') and _hand_splits(path):
+                found[rel] = _hand_splits(path)
+    # (the check sees them: the foreign readers are found)
+    assert set(found) == {'compat/__init__.py', 'compat/common.py'}
+
+
 def test_the_catalogue_matches_the_package():
     table = branches.catalogue()
     assert list(table) == ['GCN', 'GIN', 'GINE', 'GatedGCN', 'GEANet',

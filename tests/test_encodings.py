@@ -10,6 +10,55 @@ from graphgps_ext.encodings import Encoding, parse_times
 from graphgps_ext.options import defaults_of
 
 
+def _spelled(path, words):
+    """The string constants of ``path`` (docstrings aside) among ``words``."""
+    import ast
+    tree = ast.parse(open(path, encoding='utf-8').read())
+    docs = set()
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef,
+                             ast.AsyncFunctionDef)) and node.body \
+                and isinstance(node.body[0], ast.Expr) \
+                and isinstance(node.body[0].value, ast.Constant):
+            docs.add(id(node.body[0].value))
+    return {n.value for n in ast.walk(tree) if isinstance(n, ast.Constant)
+            and id(n) not in docs and n.value in words}
+
+
+def _spelling_modules(words):
+    import os
+    import graphgps_ext
+    root = os.path.dirname(graphgps_ext.__file__)
+    found = {}
+    for folder, _, files in os.walk(root):
+        for f in files:
+            path = os.path.join(folder, f)
+            rel = os.path.relpath(path, root)
+            if f.endswith('.py') and not rel.startswith('compat') and _spelled(path, words):
+                found[rel] = _spelled(path, words)
+    return found
+
+
+#: Precompute kinds that other words happen to equal: a value of
+#: ``pairenc.rpe`` (Edge-RWSE), and an attribute the SPD encoding stores.
+HOMONYMS = {'rwse', 'pair_spd'}
+
+
+def test_the_encodings_names_are_spelled_in_one_module():
+    """Their names, config groups and precompute kinds are written in the
+    catalogue only; everything else derives from it (compat's readers of
+    foreign formats aside: GraphGPS's and CSA's keys are their own)."""
+    words = set()
+    for e in encodings.ENCODINGS:
+        words |= {e.name, e.kind} | ({e.group.name} if e.group is not None else set())
+    found = _spelling_modules(words - HOMONYMS)
+    assert list(found) == ['encodings.py'], found
+    assert {e.name for e in encodings.ENCODINGS} <= found['encodings.py']
+    # (the check sees a spelling: the homonyms are written where they mean
+    # something else)
+    assert 'encoder/pair.py' in _spelling_modules(HOMONYMS)
+
+
 def test_parse_times():
     assert parse_times([], 'range(1, 5)') == [1, 2, 3, 4]
     assert parse_times([2, 4], '') == [2, 4]
