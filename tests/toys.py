@@ -6,8 +6,9 @@ the tests check that its config group, checks, ``from_cfg`` and
 registration follow from the entry alone."""
 import torch_geometric.graphgym.register as gg
 
-from graphgps_ext import branches, register
+from graphgps_ext import branches, encodings, register
 from graphgps_ext.branches import Branch
+from graphgps_ext.encodings import Encoding
 from graphgps_ext.options import Option, OptionGroup
 
 TOY_BRANCH = '''
@@ -66,4 +67,53 @@ def add_toy_branch(tmp_path, monkeypatch) -> str:
     monkeypatch.setitem(gg.config_dict, 'toy', None)
     register.register_all()
     assert gg.layer_dict['Toy'].__name__ == 'Toy'
+    return 'Toy'
+
+
+TOY_ENCODING = '''
+"""A toy node encoding: every node's degree, clipped at ``cap``, one-hot;
+its encoder maps it linearly."""
+import torch
+from torch import nn
+
+from graphgps_ext import encodings
+
+
+def degree_nodes(adj, memo, cap):
+    """``pe_toy`` ``[G, n, cap + 1]`` of a size group."""
+    degree = adj.sum(-1).clamp(max=cap).long()
+    return {'pe_toy': torch.nn.functional.one_hot(degree, cap + 1).float()}
+
+
+class ToyPE(nn.Module):
+    def __init__(self, dim_out: int, cap: int = 4):
+        super().__init__()
+        self.lin = nn.Linear(cap + 1, dim_out)
+
+    from_cfg = classmethod(encodings.from_cfg)
+
+    def reset_parameters(self):
+        self.lin.reset_parameters()
+
+    def forward(self, batch):
+        return self.lin(batch.pe_toy)
+'''
+
+#: The toy encoding's catalogue entry: one option, ``posenc_Toy.cap``.
+TOY_ENCODING_ENTRY = Encoding(
+    'Toy', 'toy', 'toy_encoding:degree_nodes', encoder='toy_encoding:ToyPE',
+    options=(Option('cap', 4, 'Degrees above it share one code.', min=1, max=64,
+                    param='cap'), ))
+
+
+def add_toy_encoding(tmp_path, monkeypatch) -> str:
+    """Its file and its entry; registered as the package registers its own
+    (and unregistered when the test ends)."""
+    (tmp_path / 'toy_encoding.py').write_text(TOY_ENCODING)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setattr(encodings, 'ENCODINGS', encodings.ENCODINGS + [TOY_ENCODING_ENTRY])
+    monkeypatch.setitem(gg.node_encoder_dict, 'Toy', None)
+    monkeypatch.setitem(gg.config_dict, 'posenc_Toy', None)
+    register.register_all()
+    assert gg.node_encoder_dict['Toy'].__name__ == 'ToyPE'
     return 'Toy'
