@@ -3,15 +3,15 @@
 Nothing is registered by import side effects: every config group, encoder,
 branch, head and loss is named here (via the explicit tables of each
 sub-package; the config groups via :func:`graphgps_ext.config.groups.groups`,
-the branches via their catalogue) and registered by :func:`register_all`,
-which is idempotent (a name registered again with the same object is left as
-it is).
+the branches and encodings via their catalogues) and registered by
+:func:`register_all`, once per content of the catalogues.
 """
-from typing import Callable, Dict
+from functools import lru_cache
+from typing import Callable, Dict, Tuple
 
 import torch_geometric.graphgym.register as gg
 
-from graphgps_ext import encoder, head, layer
+from graphgps_ext import branches, encoder, encodings, head, layer
 from graphgps_ext.config.groups import groups
 from graphgps_ext.network.model import GPSModel
 from graphgps_ext.train import loss
@@ -37,7 +37,14 @@ def _put(mapping, key, module):
 
 
 def register_all():
-    """Register every config group and module of the package (idempotent)."""
+    """Register every config group and module of the package (idempotent:
+    once per content of the catalogues; a catalogue entry added since is
+    registered at the next call)."""
+    _register(tuple(branches.CATALOGUE) + tuple(encodings.ENCODINGS))
+
+
+@lru_cache(maxsize=4)
+def _register(catalogues: Tuple) -> None:
     for name, fn in config_groups().items():
         _put(gg.config_dict, name, fn)
     for name, cls in encoder.node_encoders().items():

@@ -4,7 +4,6 @@ its file plus one catalogue entry reaches the registry, the config checks,
 the model and the attention pictures."""
 import pytest
 import torch
-import torch_geometric.graphgym.register as gg
 from torch_geometric.data import Batch, Data
 from yacs.config import CfgNode as CN
 

@@ -48,21 +48,22 @@ class Toy(nn.Module):
         return layout.to_sparse(h), None
 '''
 
-#: The toy branch's catalogue entry: one option, ``toy.rounds``.
-TOY_ENTRY = Branch(
-    'Toy', 'toy_branch:Toy',
-    options=OptionGroup('toy', (
-        Option('rounds', 1, 'Rounds of attention.', min=1, max=4), )),
-    args={'n_heads': 'gt.n_heads'}, attention=True, record='toy',
-    record_layout='dense', heads_key='gt.n_heads')
+def toy_branch_entry() -> Branch:
+    """The toy branch's catalogue entry: one option, ``toy.rounds``."""
+    return Branch('Toy', 'toy_branch:Toy',
+                  options=OptionGroup('toy', (
+                      Option('rounds', 1, 'Rounds of attention.', min=1, max=4), )),
+                  args={'n_heads': 'gt.n_heads'}, attention=True, record='toy',
+                  record_layout='dense', heads_key='gt.n_heads')
 
 
 def add_toy_branch(tmp_path, monkeypatch) -> str:
-    """Its file and its entry; registered as the package registers its own
-    (and unregistered when the test ends)."""
+    """Its file and its entry (a new one each time, as a newcomer's);
+    registered as the package registers its own (and unregistered when the
+    test ends)."""
     (tmp_path / 'toy_branch.py').write_text(TOY_BRANCH)
     monkeypatch.syspath_prepend(str(tmp_path))
-    monkeypatch.setattr(branches, 'CATALOGUE', branches.CATALOGUE + [TOY_ENTRY])
+    monkeypatch.setattr(branches, 'CATALOGUE', branches.CATALOGUE + [toy_branch_entry()])
     monkeypatch.setitem(gg.layer_dict, 'Toy', None)
     monkeypatch.setitem(gg.config_dict, 'toy', None)
     register.register_all()
@@ -99,19 +100,21 @@ class ToyPE(nn.Module):
         return self.lin(batch.pe_toy)
 '''
 
-#: The toy encoding's catalogue entry: one option, ``posenc_Toy.cap``.
-TOY_ENCODING_ENTRY = Encoding(
-    'Toy', 'toy', 'toy_encoding:degree_nodes', encoder='toy_encoding:ToyPE',
-    options=(Option('cap', 4, 'Degrees above it share one code.', min=1, max=64,
-                    param='cap'), ))
+def toy_encoding_entry() -> Encoding:
+    """The toy encoding's catalogue entry: one option, ``posenc_Toy.cap``."""
+    return Encoding('Toy', 'toy', 'toy_encoding:degree_nodes',
+                    encoder='toy_encoding:ToyPE',
+                    options=(Option('cap', 4, 'Degrees above it share one code.',
+                                    min=1, max=64, param='cap'), ))
 
 
 def add_toy_encoding(tmp_path, monkeypatch) -> str:
-    """Its file and its entry; registered as the package registers its own
-    (and unregistered when the test ends)."""
+    """Its file and its entry (a new one each time); registered as the
+    package registers its own (and unregistered when the test ends)."""
     (tmp_path / 'toy_encoding.py').write_text(TOY_ENCODING)
     monkeypatch.syspath_prepend(str(tmp_path))
-    monkeypatch.setattr(encodings, 'ENCODINGS', encodings.ENCODINGS + [TOY_ENCODING_ENTRY])
+    monkeypatch.setattr(encodings, 'ENCODINGS',
+                        encodings.ENCODINGS + [toy_encoding_entry()])
     monkeypatch.setitem(gg.node_encoder_dict, 'Toy', None)
     monkeypatch.setitem(gg.config_dict, 'posenc_Toy', None)
     register.register_all()
