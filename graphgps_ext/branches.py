@@ -28,7 +28,7 @@ import operator
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, Iterator, List, Mapping, NamedTuple, Optional, Tuple
 
-from graphgps_ext.options import WIDTH, Option, OptionGroup, resolve
+from graphgps_ext.options import WIDTH, Above, Option, OptionGroup, resolve
 
 #: The positions of ``gt.layer_type``, in order.
 KINDS = ('local', 'global', 'external')
@@ -221,7 +221,7 @@ CSA_OPTIONS = OptionGroup('csa', (
            'the per-channel softmax: connection = whole pairs (i, j) for all channels '
            "(edge-ablation, the authors' configs), node = whole key nodes j, channel = "
            'single entries.', choices=('connection', 'node', 'channel'),
-           needs={'gt.attn_dropout': operator.truth}, because='no attention dropout',
+           needs={'gt.attn_dropout': Above(0)}, because='no attention dropout',
            in_file='warn'),
     Option('out_proj', True, "Output projection W_O (with bias) after the attention, "
            "as the authors' linear_attn; counted in the paper's parameter budgets "

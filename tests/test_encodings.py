@@ -2,6 +2,8 @@
 encoding, from which the ``posenc_*`` groups, what the precompute attaches
 (with the parameters that key its cache) and the node encoders' arguments
 derive; the RWSE step list."""
+import functools
+
 import pytest
 
 from graphgps_ext import encodings
@@ -10,8 +12,9 @@ from graphgps_ext.encodings import Encoding, parse_times
 from graphgps_ext.options import defaults_of
 
 
-def _spelled(path, words):
-    """The string constants of ``path`` (docstrings aside) among ``words``."""
+@functools.lru_cache(maxsize=None)
+def _strings(path):
+    """The string constants of ``path``, docstrings aside."""
     import ast
     tree = ast.parse(open(path, encoding='utf-8').read())
     docs = set()
@@ -21,8 +24,13 @@ def _spelled(path, words):
                 and isinstance(node.body[0], ast.Expr) \
                 and isinstance(node.body[0].value, ast.Constant):
             docs.add(id(node.body[0].value))
-    return {n.value for n in ast.walk(tree) if isinstance(n, ast.Constant)
-            and id(n) not in docs and n.value in words}
+    return frozenset(n.value for n in ast.walk(tree) if isinstance(n, ast.Constant)
+                     and isinstance(n.value, str) and id(n) not in docs)
+
+
+def _spelled(path, words):
+    """The string constants of ``path`` (docstrings aside) among ``words``."""
+    return _strings(path) & words
 
 
 def _spelling_modules(words):
@@ -34,8 +42,10 @@ def _spelling_modules(words):
         for f in files:
             path = os.path.join(folder, f)
             rel = os.path.relpath(path, root)
-            if f.endswith('.py') and not rel.startswith('compat') and _spelled(path, words):
-                found[rel] = _spelled(path, words)
+            if f.endswith('.py') and not rel.startswith('compat'):
+                spelled = _spelled(path, words)
+                if spelled:
+                    found[rel] = spelled
     return found
 
 

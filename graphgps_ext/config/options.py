@@ -17,7 +17,7 @@ from graphgps_ext import branches, encodings
 from graphgps_ext.config.posenc import pe_selected
 from graphgps_ext.config.rules import (at_most, bounded, choices, has_branch, ignored,
                                        non_negative, positive, rule)
-from graphgps_ext.options import Option, OptionGroup
+from graphgps_ext.options import Option, OptionGroup, get
 
 GroupFunctions = Tuple[Callable, Callable[[], None]]
 
@@ -46,7 +46,7 @@ def declare_values(group: OptionGroup) -> None:
 def _needs(group: OptionGroup, opt: Option) -> dict:
     def why(cfg):
         unmet = group.unmet(cfg, opt)
-        text = ' and '.join(f'{k} is {_show(group_value(cfg, k))}' for k in unmet)
+        text = ' and '.join(f'{k} is {_show(get(cfg, k))}' for k in unmet)
         return text + (f' ({opt.because})' if opt.because else '')
 
     def fix(cfg):
@@ -60,13 +60,6 @@ def _needs(group: OptionGroup, opt: Option) -> dict:
             return group.value(cfg, opt)
     return dict(unless=lambda cfg: not group.unmet(cfg, opt), why=why, fix=fix,
                 used=used, in_file=opt.in_file)
-
-
-def group_value(cfg, key: str):
-    node = cfg
-    for part in key.split('.'):
-        node = node[part]
-    return node
 
 
 def declare_needs(group: OptionGroup) -> None:
