@@ -17,7 +17,7 @@ auto``, ``metric_agg``, ``model.loss_fun: auto``) once its
 :class:`TaskInfo` is known, and logs the config's warnings.
 """
 import os
-from typing import List, Optional, Sequence, Tuple
+from typing import Dict, List, Optional, Sequence, Tuple
 
 import torch
 import torch_geometric.graphgym.register as gg
@@ -31,7 +31,7 @@ from graphgps_ext.compat import merge_config_file
 from graphgps_ext.config import (COMMAND_LINE, ConfigError, closest,
                                  config_warnings, did_you_mean, get_key,
                                  merge_list, validate)
-from graphgps_ext.config.posenc import PE_NAMES, node_encoder_parts
+from graphgps_ext.config.posenc import node_encoder_parts, pe_names
 from graphgps_ext.head import GRAPHGYM_HEADS
 from graphgps_ext.loader.sources import check_dataset, spec_of
 from graphgps_ext.logger import get_logger
@@ -79,18 +79,20 @@ def resolve_accelerator(name: str) -> str:
                       "'auto', 'cpu', 'cuda', 'cuda:<index>'")
 
 
-_DEFAULTS: Optional[CfgNode] = None
+_DEFAULTS: Dict[Tuple, CfgNode] = {}
 
 
 def default_cfg() -> CfgNode:
     """GraphGym's defaults plus this project's groups, nothing merged (a
-    private copy; the reference for which keys a config sets)."""
-    global _DEFAULTS
-    if _DEFAULTS is None:
-        register_all()
-        _DEFAULTS = CfgNode()
-        set_cfg(_DEFAULTS)
-    return _DEFAULTS
+    private copy per set of registered groups; the reference for which keys
+    a config sets)."""
+    register_all()
+    key = tuple(gg.config_dict.items())
+    if key not in _DEFAULTS:
+        defaults = CfgNode()
+        set_cfg(defaults)
+        _DEFAULTS[key] = defaults
+    return _DEFAULTS[key]
 
 
 def load_cfg(cfg_file: Optional[str] = None,
@@ -243,12 +245,13 @@ def _check_encoders(cfg: CfgNode):
             node_encoder_parts(cfg)
         except ValueError as err:  # several type encoders
             raise ConfigError(str(err)) from None
-        encoders = [n for n in _buildable(gg.node_encoder_dict) if n not in PE_NAMES]
+        pes = pe_names()
+        encoders = [n for n in _buildable(gg.node_encoder_dict) if n not in pes]
         for part in str(cfg.dataset.node_encoder_name).split('+'):
             part = part.strip()
-            if part not in PE_NAMES and part != 'default' and part not in encoders:
+            if part not in pes and part != 'default' and part not in encoders:
                 raise _unknown('node encoder', 'dataset.node_encoder_name', part,
-                               ['default'] + encoders + list(PE_NAMES))
+                               ['default'] + encoders + list(pes))
     if cfg.dataset.edge_encoder:
         encoders = _buildable(gg.edge_encoder_dict)
         name = str(cfg.dataset.edge_encoder_name)

@@ -22,7 +22,7 @@ from torch import nn
 from yacs.config import CfgNode as CN
 
 from graphgps_ext.config.gt import gt_cfg
-from graphgps_ext.config.posenc import posenc_cfg
+from graphgps_ext.config.posenc import encodings_cfg
 
 from data_sources import copy_data
 
@@ -197,7 +197,7 @@ def make_cfg():
                             node_encoder_bn=True, edge_encoder=False,
                             edge_encoder_name='Bond', edge_encoder_bn=True))
         gt_cfg(c)
-        posenc_cfg(c)
+        encodings_cfg(c)
         c.posenc.progress = False
         return c
     return make

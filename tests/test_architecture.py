@@ -5,9 +5,9 @@ top-level module) and every unit to one of four parts, each importing only
 from its own part and the parts below it:
 
 ``foundation``
-    key declarations and checks (``config/``), the branch catalogue, task
-    descriptions, metrics, atomic file writes: plain facts every other part
-    reads.
+    key declarations and checks (``config/``), the catalogues of branches
+    and encodings with their options, task descriptions, metrics, atomic
+    file writes: plain facts every other part reads.
 ``library``
     the model library (layers, encoders, heads, the network, structural
     encodings), usable from plain PyG; its ``from_cfg`` class methods are the
@@ -19,7 +19,10 @@ from its own part and the parts below it:
     the commands: launcher and searches, aggregation, report, benchmarks,
     attention pictures, ``--dry-run``.
 
-Imports inside functions count too. Between units there is no cycle.
+Imports inside functions count too. Between units there is no cycle, and
+between modules neither (``from graphgps_ext.config import x`` imports the
+package's ``__init__``, ``from graphgps_ext.config import rules`` the module
+``rules``).
 """
 import ast
 import os
@@ -32,8 +35,8 @@ PACKAGE_DIR = os.path.dirname(graphgps_ext.__file__)
 
 #: part -> its units, lowest part first.
 PARTS = {
-    'foundation': ('graphgps_ext', 'config', 'branches', 'files', 'metrics',
-                   'task'),
+    'foundation': ('graphgps_ext', 'config', 'options', 'branches', 'encodings',
+                   'files', 'metrics', 'task'),
     'library': ('layer', 'encoder', 'head', 'network', 'transform'),
     'experiment': ('register', 'run_config', 'compat', 'loader', 'train',
                    'run', 'run_dir', 'dist', 'logger', 'identity', 'seed_folder',
@@ -77,6 +80,43 @@ def imports(module: str, path: str):
         for name in names:
             if name == 'graphgps_ext' or name.startswith('graphgps_ext.'):
                 yield node.lineno, name
+
+
+def module_imports(module: str, path: str, modules):
+    """``(line, module)`` of every import of a module of ``modules`` (a
+    name imported from a package that is itself a module counts as that
+    module)."""
+    tree = ast.parse(open(path, encoding='utf-8').read(), path)
+    package = module if path.endswith('__init__.py') else module.rpartition('.')[0]
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            targets = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                parts = package.split('.')
+                base = '.'.join(parts[:len(parts) - node.level + 1]
+                                + ([node.module] if node.module else []))
+            else:
+                base = node.module
+            targets = [f'{base}.{alias.name}' if f'{base}.{alias.name}' in modules
+                       else base for alias in node.names]
+        else:
+            continue
+        for target in targets:
+            while target and target not in modules:  # a name inside a module
+                target = target.rpartition('.')[0]
+            if target and target != module:
+                yield node.lineno, target
+
+
+def module_graph(root: str = PACKAGE_DIR):
+    """``{(importing module, imported module): ['module:line', ...]}``."""
+    files = dict(module_files(root))
+    edges = {}
+    for module, path in files.items():
+        for line, target in module_imports(module, path, files):
+            edges.setdefault((module, target), []).append(f'{module}:{line}')
+    return edges
 
 
 def unit_of(module: str) -> str:
@@ -160,6 +200,10 @@ def test_no_import_cycle_between_units():
     assert cycles(unit_graph()) == []
 
 
+def test_no_import_cycle_between_modules():
+    assert cycles(module_graph()) == []
+
+
 def test_the_library_never_reads_graphgyms_global_config():
     """The library takes its config as an argument (``from_cfg(cfg, ...)``)."""
     found = []
@@ -194,3 +238,23 @@ def test_the_checks_see_cycles_and_upward_imports(toy_package):
     assert cycles(edges) == [['report', 'sweep']]
     assert upward_imports(edges) == [
         'library layer imports tools report (graphgps_ext.layer:1)']
+
+
+def test_the_module_check_sees_a_cycle_inside_a_unit(tmp_path):
+    """Two modules of one package that import each other (one inside a
+    function), and a submodule imported by name from its package."""
+    root = tmp_path / 'graphgps_ext'
+    (root / 'config').mkdir(parents=True)
+    (root / '__init__.py').write_text('')
+    (root / 'config' / '__init__.py').write_text('from .rules import x\n')
+    (root / 'config' / 'rules.py').write_text(
+        'x = 1\n\n\ndef f():\n    from graphgps_ext.config import groups\n')
+    (root / 'config' / 'groups.py').write_text('from graphgps_ext.config.rules import x\n')
+    edges = module_graph(str(root))
+    assert edges == {('graphgps_ext.config', 'graphgps_ext.config.rules'):
+                     ['graphgps_ext.config:1'],
+                     ('graphgps_ext.config.rules', 'graphgps_ext.config.groups'):
+                     ['graphgps_ext.config.rules:5'],
+                     ('graphgps_ext.config.groups', 'graphgps_ext.config.rules'):
+                     ['graphgps_ext.config.groups:1']}
+    assert cycles(edges) == [['graphgps_ext.config.groups', 'graphgps_ext.config.rules']]

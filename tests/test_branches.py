@@ -1,9 +1,9 @@
-"""The branch catalogue and ``gt.layer_type`` parsing; a toy branch added by
+"""The branch catalogue and ``gt.layer_type`` parsing; the constructors'
+defaults and ``from_cfg`` follow the entries' options; a toy branch added by
 its file plus one catalogue entry reaches the registry, the config checks,
 the model and the attention pictures."""
 import pytest
 import torch
-import torch_geometric.graphgym.register as gg
 from torch_geometric.data import Batch, Data
 from yacs.config import CfgNode as CN
 
@@ -12,7 +12,10 @@ from graphgps_ext.branches import Branch, LayerType, parse_layer_type
 from graphgps_ext.config import ConfigError, has_branch
 from graphgps_ext.config.gt import attention_branches
 from graphgps_ext.config.posenc import pair_encoder_needed
+from graphgps_ext.options import defaults_of
 from graphgps_ext.task import TaskInfo
+
+from toys import add_toy_branch
 
 
 def test_parse_layer_type():
@@ -28,6 +31,38 @@ def test_parse_layer_type():
             parse_layer_type(bad)
 
 
+def _hand_splits(path):
+    """Lines where ``path`` splits something named ``layer_type`` at ``+``."""
+    import ast
+    text = open(path, encoding='utf-8').read()
+    found = []
+    for node in ast.walk(ast.parse(text)):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) \
+                and node.func.attr == 'split' and node.args \
+                and isinstance(node.args[0], ast.Constant) and node.args[0].value == '+' \
+                and 'layer_type' in ast.get_source_segment(text, node.func.value):
+            found.append(node.lineno)
+    return found
+
+
+def test_layer_type_is_split_by_the_catalogues_parser_only():
+    """Outside the parser, only compat's readers of foreign formats (two-part
+    GraphGPS / CSA values) split ``gt.layer_type`` themselves."""
+    import os
+    import graphgps_ext
+    root = os.path.dirname(graphgps_ext.__file__)
+    found = {}
+    for folder, _, files in os.walk(root):
+        for f in files:
+            path = os.path.join(folder, f)
+            rel = os.path.relpath(path, root)
+            lines = _hand_splits(path) if f.endswith('.py') else []
+            if lines:
+                found[rel] = lines
+    # (the check sees them: the foreign readers are found)
+    assert set(found) == {'compat/__init__.py', 'compat/common.py'}
+
+
 def test_the_catalogue_matches_the_package():
     table = branches.catalogue()
     assert list(table) == ['GCN', 'GIN', 'GINE', 'GatedGCN', 'GEANet',
@@ -36,7 +71,7 @@ def test_the_catalogue_matches_the_package():
         cls = branch.load()
         assert cls.__name__ == name and hasattr(cls, 'from_cfg'), name
         # a branch's options live in a config group of the package
-        assert branch.group is None or branch.group in register.CONFIG_GROUPS
+        assert branch.group is None or branch.group in register.config_groups()
     assert attention_branches() == ('Transformer', 'GT', 'CSA', 'MNA')
     assert branches.names(group='mpnn') == ('GCN', 'GIN', 'GINE', 'GatedGCN')
     assert branches.names(pair_features=True) == ('CSA', )
@@ -46,6 +81,66 @@ def test_the_catalogue_matches_the_package():
     for name in table:
         assert alone & {f'{name}+None+None', f'None+{name}+None',
                         f'None+None+{name}'}, name
+
+
+def test_constructors_take_the_entries_options_with_their_defaults():
+    """Every option a branch reads is a constructor argument whose default is
+    the option's (as the class receives it); every other argument with a
+    default is read from a shared key or is the class's own detail."""
+    own = {'GatedGCN': {'eps'}}
+    for name, entry in branches.catalogue().items():
+        defaults = defaults_of(entry.load())
+        read = {o.argument: o.as_argument(o.default) for o in entry.read()
+                if o.argument is not None}
+        assert {k: defaults.get(k, '<no default>') for k in read} == read, name
+        assert set(defaults) - set(read) - set(entry.args) == own.get(name, set()), name
+
+
+def _full_cfg():
+    from graphgps_ext.run_config import default_cfg
+    return default_cfg().clone()
+
+
+def _other(option):
+    """A valid value of ``option`` other than its default."""
+    if option.choices:
+        return next(c for c in option.choices if c != option.default)
+    if isinstance(option.default, bool):
+        return not option.default
+    return option.default + 1
+
+
+def test_from_cfg_reads_every_option_of_the_entry():
+    """Changing one option changes exactly its constructor argument (an
+    option with unmet needs gets the value the run uses)."""
+    register.register_all()
+    for name, entry in branches.catalogue().items():
+        cfg = _full_cfg()
+        base = entry.arguments(cfg, 32)
+        for opt in entry.read():
+            if opt.argument is None:
+                continue
+            changed = _full_cfg()
+            group = changed[entry.group]
+            *path, leaf = opt.name.split('.')
+            for part in path:
+                group = group[part]
+            group[leaf] = _other(opt)
+            for key, want in entry.options.needs(opt).items():  # meet its needs
+                *parents, last = key.split('.')
+                node = changed
+                for part in parents:
+                    node = node[part]
+                node[last] = 0.5 if callable(want) else want
+            args = entry.arguments(changed, 32)
+            diff = {k for k in args if args[k] != base[k]}
+            assert opt.argument in diff, (name, opt.name)
+        # and the class is built from them
+        assert isinstance(entry.load().from_cfg(cfg, 32), entry.load())
+    cfg = _full_cfg()
+    cfg.gea.parity_slots_eq_head_dim, cfg.gea.num_slots = True, 5
+    geanet = branches.catalogue()['GEANet'].load().from_cfg(cfg, 32)
+    assert geanet.num_slots == 32 // cfg.gea.n_heads  # the value the run uses
 
 
 def test_declarations_are_checked(monkeypatch):
@@ -66,41 +161,6 @@ def test_has_branch_reads_the_parsed_layer_type(tiny_cfg):
     assert pair_encoder_needed(tiny_cfg)
     tiny_cfg.gt.layer_type = 'GINE+CSA'  # reported by the gt group's check
     assert not has_branch(tiny_cfg, 'CSA') and not pair_encoder_needed(tiny_cfg)
-
-
-TOY = '''
-"""A toy global branch: one-head softmax attention inside each graph."""
-import torch
-from torch import nn
-
-from graphgps_ext.branches import HeadsError
-
-
-class Toy(nn.Module):
-    def __init__(self, dim: int, n_heads: int):
-        super().__init__()
-        if dim % n_heads:
-            raise HeadsError(f'Toy: width {dim} is not divisible by {n_heads} heads',
-                             dim, n_heads)
-        self.heads = n_heads
-        self.qk = nn.Linear(dim, 2 * dim)
-
-    @classmethod
-    def from_cfg(cls, cfg, dim):
-        return cls(dim, cfg.gt.n_heads)
-
-    def reset_parameters(self):
-        self.qk.reset_parameters()
-
-    def forward(self, x, edge_attr, ctx):
-        layout = ctx.layout
-        q, k = self.qk(layout.to_dense(x)).chunk(2, dim=-1)
-        score = q @ k.transpose(1, 2) / q.size(-1) ** 0.5
-        score = score.masked_fill(~layout.mask[:, None, :], float('-inf'))
-        attn = score.softmax(dim=-1) * layout.mask[:, :, None]
-        ctx.log('toy', attn.unsqueeze(1).expand(-1, self.heads, -1, -1))
-        return layout.to_sparse(attn @ layout.to_dense(x)), None
-'''
 
 
 TASK = TaskInfo(name='rings', task='graph', task_type='regression', num_outputs=1,
@@ -126,18 +186,8 @@ def rings(sizes):
 
 @pytest.fixture
 def toy_branch(tmp_path, monkeypatch):
-    """Adding a branch: its file and one catalogue entry."""
-    (tmp_path / 'toy_branch.py').write_text(TOY)
-    monkeypatch.syspath_prepend(str(tmp_path))
-    monkeypatch.setattr(branches, 'CATALOGUE', branches.CATALOGUE + [
-        Branch('Toy', 'toy_branch:Toy', attention=True, record='toy',
-               record_layout='dense', heads_key='gt.n_heads')])
-    # register it as the package does (and unregister it afterwards)
-    monkeypatch.setattr(register, '_done', False)
-    monkeypatch.setitem(gg.layer_dict, 'Toy', None)
-    register.register_all()
-    assert gg.layer_dict['Toy'].__name__ == 'Toy'
-    return 'Toy'
+    """Adding a branch: its file and one catalogue entry (:mod:`toys`)."""
+    return add_toy_branch(tmp_path, monkeypatch)
 
 
 def test_a_toy_branch_is_one_file_and_one_entry(toy_branch):
@@ -154,8 +204,17 @@ def test_a_toy_branch_is_one_file_and_one_entry(toy_branch):
                         'gt.n_heads', '3'])
     with pytest.raises(ConfigError, match="did you mean 'Toy'"):
         load_cfg(None, ['gt.layer_type', 'GINE+Tyo+None'])
+    # its option: a config group with its default, range and did-you-mean,
+    # which has no effect without the branch
+    assert load_cfg(None, []).toy.rounds == 1
+    with pytest.raises(ConfigError, match=r"bad value 9 for 'toy.rounds' .*at most 4"):
+        load_cfg(None, ['gt.layer_type', 'GINE+Toy+None', 'toy.rounds', '9'])
+    with pytest.raises(ConfigError, match="did you mean 'toy.rounds'"):
+        load_cfg(None, ['gt.layer_type', 'GINE+Toy+None', 'toy.ronuds', '2'])
+    with pytest.raises(ConfigError, match="'toy.rounds' = 2 .*has no Toy branch"):
+        load_cfg(None, ['toy.rounds', '2'])
     cfg = load_cfg(None, ['gt.layer_type', 'GINE+Toy+None', 'gt.dim_hidden', '16',
-                          'gt.n_heads', '2', 'gt.layers', '2'])
+                          'gt.n_heads', '2', 'gt.layers', '2', 'toy.rounds', '2'])
     assert not pair_encoder_needed(cfg)
 
     torch.manual_seed(0)
@@ -163,6 +222,7 @@ def test_a_toy_branch_is_one_file_and_one_entry(toy_branch):
     batch = Batch.from_data_list(rings([5, 7, 4]))
     pred, _ = model(batch)
     assert pred.shape == (3, 1)
+    assert [layer.branches['global'].rounds for layer in model.layers] == [2, 2]
     model.reset_parameters()
 
     # the pictures read what it records

@@ -21,6 +21,8 @@ from graphgps_ext import compat
 from graphgps_ext.config import ConfigError, set_key
 from graphgps_ext.logger import STATS_FILE
 
+import model_records
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SHIPPED = os.path.join(ROOT, 'tests', 'foreign_configs')
 UNSHIPPED = os.environ.get('GRAPHGPS_EXT_FOREIGN_CONFIGS',
@@ -151,6 +153,7 @@ def test_dry_run_builds_the_authors_parameter_count(rel):
     # --dry-run prints the authors' count beside ours, with the reasons.
     theirs, reasons = compat.authors_count(result.translation, result.cfg, result.params)
     assert theirs == PUBLISHED[rel] and bool(reasons) == (rel in DIFFERENCES)
+    model_records.check(rel, result.model)  # the model recorded for this file
 
 
 @pytest.mark.parametrize('rel,lines', [
@@ -177,6 +180,8 @@ def test_other_fixtures_build_or_are_refused_naming_the_key(rel, capsys):
     else:
         assert code == 0, err
         assert re.search(r'^parameters: [\d,]+$', out, re.M), out
+        from graphgps_ext.dry_run import check
+        model_records.check(rel, check(fixture(rel), []).model)
 
 
 def test_translation_equals_the_shipped_graphgps_zinc_config():

@@ -27,6 +27,7 @@ from torch_geometric.data import Batch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from config_data import task_for, tiny_graphs  # noqa: E402
+import model_records  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CONFIGS = sorted(os.path.relpath(p, ROOT)
@@ -164,6 +165,7 @@ def test_config_loads_without_warnings_fits_its_budget_and_trains_one_step(path)
     torch.manual_seed(0)
     model = build_model(cfg, task)
     n = num_parameters(model)
+    model_records.check(path, model)  # the model recorded for this config
     h = header(path)
     published, expected = expected_params(h)
     budget, _ = h['budget']

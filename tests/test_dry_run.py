@@ -9,6 +9,8 @@ import torch
 from graphgps_ext.dry_run import check, layer_stack
 from graphgps_ext.config import ConfigError
 
+from toys import add_toy_branch, add_toy_encoding
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
@@ -95,3 +97,62 @@ def test_layer_stack_of_a_plain_module():
     net.add_module('enc', torch.nn.Linear(3, 4))
     net.add_module('layers', torch.nn.ModuleList([torch.nn.Linear(4, 4)] * 2))
     assert layer_stack(net) == ['enc: Linear 16', 'layers: 2 x [Linear] = 2 x 20 = 20']
+
+
+TOYS = """gt:
+  layer_type: GINE+Toy+None
+  dim_hidden: 16
+  n_heads: 2
+  layers: 2
+toy:
+  rounds: 2
+posenc_Toy:
+  enable: true
+  dim_pe: 4
+  cap: 3
+"""
+
+
+def test_a_toy_branch_and_a_toy_encoding_each_one_file_and_one_entry(
+        tmp_path, monkeypatch, capsys):
+    """Each with one option of its own, added as a newcomer adds them
+    (:mod:`toys`): ``--dry-run`` checks their options (ranges, with
+    did-you-mean on a misspelled key) and builds them; the precompute
+    attaches the toy encoding and the model runs on it."""
+    add_toy_branch(tmp_path, monkeypatch)
+    add_toy_encoding(tmp_path, monkeypatch)
+    path = tmp_path / 'toys.yaml'
+    path.write_text(TOYS)
+    out_dir = ['out_dir', str(tmp_path / 'results')]
+    for opts, message in [
+            (['toy.rounds', '9'], "bad value 9 for 'toy.rounds' (on the command line): "
+                                  'must be at most 4'),
+            (['posenc_Toy.cap', '0'], "bad value 0 for 'posenc_Toy.cap' (on the command "
+                                      'line): must be >= 1'),
+            (['toy.ronuds', '2'], "did you mean 'toy.rounds'"),
+            (['posenc_Toy.cpa', '2'], "did you mean 'posenc_Toy.cap'"),
+            (['gt.layer_type', 'GINE+Transformer+None', 'toy.rounds', '3'],
+             "'toy.rounds' = 3 (on the command line) has no effect: gt.layer_type "
+             "'GINE+Transformer+None' has no Toy branch"),
+            (['dataset.node_encoder', 'True', 'dataset.node_encoder_name', 'default',
+              'posenc_Toy.cap', '5'],
+             "'posenc_Toy.cap' = 5 (on the command line) has no effect: Toy is not "
+             'selected'),
+    ]:
+        assert run_main('--cfg', str(path), '--dry-run', *out_dir, *opts) == 2, opts
+        assert message in capsys.readouterr().err, opts
+    assert run_main('--cfg', str(path), '--dry-run', *out_dir) == 0
+    out = capsys.readouterr().out
+    assert 'node_encoder: CompositeNodeEncoder(MultiTypeNode, ToyPE)' in out
+    assert re.search(r'^  layers: 2 x \[local GINE [\d,]+ \+ global Toy [\d,]+ ', out, re.M)
+
+    from graphgps_ext.loader.shapes import sample_graphs
+    from graphgps_ext.transform import precompute_encodings
+    from torch_geometric.data import Batch
+    result = check(str(path), out_dir)
+    assert [layer.branches['global'].rounds for layer in result.model.layers] == [2, 2]
+    graphs = precompute_encodings(sample_graphs(result.cfg, 3), result.cfg, None)
+    batch = Batch.from_data_list([graphs[i] for i in range(len(graphs))])
+    assert batch.pe_toy.shape == (batch.num_nodes, 4)  # cap 3: degrees 0..3
+    pred, _ = result.model(batch)
+    assert torch.isfinite(pred).all()

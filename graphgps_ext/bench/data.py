@@ -22,11 +22,10 @@ generated here from a seed, vectorised over the graphs of one size:
 Every graph is a :class:`torch_geometric.data.Data` with ``x`` ``[n, 1]``
 long, ``edge_index`` ``[2, E]``, ``edge_attr`` ``[E]`` long, ``y``
 ``[1, 1]`` float (ZINC conventions), so the ZINC encoders
-(``TypeDictNode``, ``TypeDictEdge``) apply to every family.
-
-:func:`random_walk_pe` is the harness' own RWSE (landing probabilities
-:math:`\mathrm{diag}((D^{-1}A)^k)`, :math:`k = 1..K`), used when the
-package's encoding transform is not importable.
+(``TypeDictNode``, ``TypeDictEdge``) apply to every family. Their
+encodings (RWSE, ...) are the package's own precompute
+(:func:`graphgps_ext.transform.precompute_encodings`), as a run computes
+them.
 """
 from dataclasses import dataclass
 from typing import Dict, List, Optional
@@ -159,61 +158,3 @@ def make_graphs(family: GraphFamily, num_graphs: int, seed: int = 0,
                 edge_index=e, edge_attr=etype,
                 y=torch.randn(1, 1, generator=gen), num_nodes=n)
     return graphs
-
-
-def random_walk_pe(graphs: List[Data], ksteps: int = 20,
-                   chunk_nodes: int = 20000) -> List[Tensor]:
-    r"""RWSE landing probabilities ``[n, K]`` of every graph:
-    :math:`p_i^{(k)} = ((D^{-1} A)^k)_{ii}`, :math:`k = 1..K` (GraphGPS
-    ``get_rw_landing_probs``; rows of isolated nodes are zero).
-
-    Graphs of equal size are stacked into dense ``[G, n, n]`` transition
-    matrices and powered with batched matmuls (``chunk_nodes`` bounds
-    ``G * n``)."""
-    out: List[Optional[Tensor]] = [None] * len(graphs)
-    by_size: Dict[int, List[int]] = {}
-    for i, g in enumerate(graphs):
-        by_size.setdefault(int(g.num_nodes), []).append(i)
-    for n, idx in by_size.items():
-        step = max(1, chunk_nodes // max(n, 1))
-        for s in range(0, len(idx), step):
-            part = idx[s:s + step]
-            ei = torch.cat([graphs[i].edge_index + j * n
-                            for j, i in enumerate(part)], dim=1)
-            flat = len(part) * n
-            adj = torch.zeros(flat * n)
-            # Row (b, i), column j of the stacked [G, n, n] adjacency.
-            adj.index_put_((ei[0] * n + ei[1] % n, ),
-                           torch.ones(ei.size(1)), accumulate=True)
-            adj = adj.view(len(part), n, n)
-            deg = adj.sum(-1, keepdim=True)
-            trans = adj / deg.clamp(min=1)
-            power, diag = trans, []
-            for _ in range(ksteps):
-                diag.append(power.diagonal(dim1=1, dim2=2))
-                power = power @ trans
-            pe = torch.stack(diag, dim=-1)  # [G, n, K]
-            for j, i in enumerate(part):
-                out[i] = pe[j].contiguous()
-    return out
-
-
-def add_rwse(graphs: List[Data], ksteps: int = 20) -> str:
-    """Set ``pe_rwse`` ``[n, K]`` on every graph, with the package's RWSE
-    precompute (:func:`graphgps_ext.transform.rwse.compute_rwse`) when it is
-    importable, otherwise with :func:`random_walk_pe`. Returns which one was
-    used."""
-    try:
-        from graphgps_ext.transform.dense import GraphStore
-        from graphgps_ext.transform.rwse import compute_rwse
-    except ImportError:
-        pes = random_walk_pe(graphs, ksteps)
-        source = 'graphgps_ext.bench.data.random_walk_pe'
-    else:
-        store = GraphStore.from_data_list(graphs)
-        flat = compute_rwse(store, list(range(1, ksteps + 1)))
-        pes = flat.split(store.sizes.tolist())
-        source = 'graphgps_ext.transform.rwse.compute_rwse'
-    for g, pe in zip(graphs, pes):
-        g.pe_rwse = pe.contiguous()
-    return source

@@ -48,17 +48,38 @@ def check_data(data_dir: str):
             "layout of dataset.dir; the README's Datasets section says where each file "
             'comes from (tests/data holds small samples of both).')
 
-KINDS = {
-    'LapPE-10': {'lappe': {'k': 10, 'norm': 'none', 'skip_trivial': False}},
-    'RWSE-20': {'rwse': {'times': list(range(1, 21))}},
-    'LapPE-10 + RWSE-20': {'lappe': {'k': 10, 'norm': 'none', 'skip_trivial': False},
-                           'rwse': {'times': list(range(1, 21))}},
-    'Edge-RWSE-16 (stored pairs)': {'pair_rwse': {'steps': 16}},
-    'Edge-RWSE-20 (stored pairs)': {'pair_rwse': {'steps': 20}},
-    'SPD-8 (stored pairs)': {'pair_spd': {'steps': 8}},
-    'SPD-10 (stored pairs)': {'pair_spd': {'steps': 10}},
-    'rings <= 18': {'rings': {'max_size': 18}},
+#: Pair encodings stored by the precompute (not computed on the fly).
+_STORED_PAIRS = ('pairenc.enable', True, 'pairenc.on_the_fly', False)
+
+#: The benchmarked encodings: a label and the config overrides that ask for
+#: them (the precompute computes what a run with that config computes).
+ROWS = {
+    'LapPE-10': ('posenc_LapPE.enable', True),
+    'RWSE-20': ('posenc_RWSE.enable', True),
+    'LapPE-10 + RWSE-20': ('posenc_LapPE.enable', True, 'posenc_RWSE.enable', True),
+    'Edge-RWSE-16 (stored pairs)': _STORED_PAIRS + ('pairenc.steps', 16),
+    'Edge-RWSE-20 (stored pairs)': _STORED_PAIRS + ('pairenc.steps', 20),
+    'SPD-8 (stored pairs)': _STORED_PAIRS + ('pairenc.rpe', 'spd', 'pairenc.steps', 8),
+    'SPD-10 (stored pairs)': _STORED_PAIRS + ('pairenc.rpe', 'spd', 'pairenc.steps', 10),
+    'rings <= 18': ('pairenc.enable', True, 'pairenc.rpe', 'none', 'pairenc.rings', True),
 }
+
+
+#: The pair encoder's relative encodings computed per batch: a label and
+#: its ``pairenc`` keys (``rpe`` by default Edge-RWSE).
+ON_THE_FLY = {'rwse-16': dict(steps=16), 'rwse-20': dict(steps=20),
+              'spd-8': dict(rpe='spd', steps=8)}
+
+
+def wanted(overrides) -> Dict[str, dict]:
+    """``{kind: params}`` the precompute computes for the default config
+    with ``overrides`` (``KEY VALUE`` pairs)."""
+    from graphgps_ext.config import merge_list
+    from graphgps_ext.config.posenc import wanted_encodings
+    from graphgps_ext.run_config import default_cfg
+    cfg = default_cfg().clone()
+    merge_list(cfg, [str(o) for o in overrides])
+    return wanted_encodings(cfg)
 
 
 def zinc_graphs(num: int, data_dir: str = DATA) -> list:
@@ -112,10 +133,11 @@ def precompute_rows(name: str, graphs: list, repeats: int = 3,
     store = graph_store(EncodedList(graphs))
     scale = 1000.0 / len(graphs)
     rows = []
-    for label, wanted in KINDS.items():
+    for label, overrides in ROWS.items():
+        kinds = wanted(overrides)
         for workers in (0, 2):
             with thread_limit(1):
-                t = _time(lambda: compute_entries(wanted, store, workers),
+                t = _time(lambda: compute_entries(kinds, store, workers),
                           repeats, warmup)
             rows.append({'dataset': name, 'encoding': label, 'workers': workers,
                          'wall_s_per_1k': t['wall'] * scale,
@@ -156,7 +178,7 @@ def on_the_fly_rows(name: str, graphs: list, batch_size: int,
     from yacs.config import CfgNode as CN
 
     from graphgps_ext.config.gt import gt_cfg
-    from graphgps_ext.config.posenc import posenc_cfg
+    from graphgps_ext.config.posenc import encodings_cfg
     from graphgps_ext.encoder.pair import PairEncoder
     from graphgps_ext.layer.context import GraphContext
     from graphgps_ext.task import TaskInfo
@@ -171,12 +193,12 @@ def on_the_fly_rows(name: str, graphs: list, batch_size: int,
                     edge_encoder='Bond' if batch.edge_attr.dim() > 1 else 'TypeDictEdge',
                     edge_num_types=4)
     rows = []
-    for rpe, steps in (('rwse', 16), ('rwse', 20), ('spd', 8)):
+    for label, overrides in ON_THE_FLY.items():
         cfg = CN()
         cfg.dataset = CN(dict(node_encoder=False, edge_encoder=False))
         gt_cfg(cfg)
-        posenc_cfg(cfg)
-        cfg.pairenc.update(enable=True, rpe=rpe, steps=steps, on_the_fly=True)
+        encodings_cfg(cfg)
+        cfg.pairenc.update(enable=True, on_the_fly=True, **overrides)
         enc = PairEncoder.from_cfg(cfg, task, 64).to(device).eval()
         for what, fn in (('raw values', lambda: enc.relative_values(batch, ctx)),
                          ('E^(0) [B,n,n,64]', lambda: enc(batch, ctx))):
@@ -185,10 +207,10 @@ def on_the_fly_rows(name: str, graphs: list, batch_size: int,
                     fn()
                 sync(device)
             t = _time(timed, repeats)
-            rows.append({'dataset': name, 'encoding': f'{rpe}-{steps} {what}',
+            rows.append({'dataset': name, 'encoding': f'{label} {what}',
                          'batch': batch_size, 'n_max': ctx.layout.n_max,
                          'device': str(device), 'ms_per_batch': t['wall'] * 1e3})
-            log(f'  [encodings] on the fly {name:13s} {rpe}-{steps} {what:18s} '
+            log(f'  [encodings] on the fly {name:13s} {label} {what:18s} '
                 f"{t['wall'] * 1e3:.2f} ms / batch of {batch_size}")
     return rows
 

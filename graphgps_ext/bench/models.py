@@ -38,8 +38,7 @@ import torch
 from torch import nn
 
 from graphgps_ext.bench import common
-from graphgps_ext.bench.data import (EDGE_TYPES, FAMILIES, NODE_TYPES,
-                                     add_rwse, make_graphs)
+from graphgps_ext.bench.data import EDGE_TYPES, FAMILIES, NODE_TYPES, make_graphs
 from graphgps_ext.train.speed import autocast, clip_grad_norm_
 
 
@@ -203,13 +202,10 @@ def build_model(cfg, device: torch.device) -> nn.Module:
 
 
 def make_dataset(cfg, num_graphs: int, seed: int):
-    """Synthetic ZINC-size graphs with the encodings ``cfg`` asks for."""
+    """Synthetic ZINC-size graphs with the encodings ``cfg`` asks for (the
+    package's precompute, as a run computes them)."""
+    from graphgps_ext.transform.precompute import precompute_encodings
     graphs = make_graphs(FAMILIES['zinc'], num_graphs, seed)
-    try:
-        from graphgps_ext.transform.precompute import precompute_encodings
-    except ImportError:
-        add_rwse(graphs, 20)
-        return graphs, 'graphgps_ext.bench.data.add_rwse'
     start = time.perf_counter()
     dataset = precompute_encodings(graphs, cfg, None)
     return dataset, ('graphgps_ext.transform.precompute_encodings '

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from graphgps_ext.config import ConfigError, closest, unflatten
-from graphgps_ext.config.posenc import parse_times
+from graphgps_ext.encodings import parse_times
 
 GRAPHGPS, GEAET, CSA = 'GraphGPS', 'GEAET', 'CSA'
 

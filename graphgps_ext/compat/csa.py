@@ -3,6 +3,7 @@ defaults and tables of CSA's keys, the rules of its attention branch and
 pair (edge) encoder, and the parameter count its code builds."""
 from typing import List, Tuple
 
+from graphgps_ext.branches import parse_layer_type
 from graphgps_ext.compat.common import (CSA, GLOBAL_MODELS, GRAPHGYM_DEFAULTS,
                                         Translation, Translator)
 
@@ -127,9 +128,8 @@ def authors_count(translation: Translation, cfg, params: int) -> Tuple[int, List
     if translation.source != CSA or not has_csa_branch(cfg):
         return params, []
     d, layers = int(cfg.gt.dim_hidden), int(cfg.gt.layers)
-    local = str(cfg.gt.layer_type).split('+')[0]
     extra, reasons = 0, []
-    if local in ('None', 'none', '') and cfg.gt.norm == 'batch':
+    if parse_layer_type(cfg.gt.layer_type).local is None and cfg.gt.norm == 'batch':
         extra += 2 * d * layers
         reasons.append(f'+{2 * d * layers:,}: norm1_local, the BatchNorm of a local '
                        f'branch (2 x {d} per layer, x {layers} layers), which CSA\'s '
@@ -147,4 +147,5 @@ def authors_count(translation: Translation, cfg, params: int) -> Tuple[int, List
 
 
 def has_csa_branch(cfg) -> bool:
-    return 'CSA' in str(cfg.gt.layer_type).split('+')
+    """Whether the translated config (our format) has a CSA branch."""
+    return parse_layer_type(cfg.gt.layer_type).has('CSA')

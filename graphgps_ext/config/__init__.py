@@ -1,15 +1,16 @@
 """Configuration: GraphGym's ``cfg`` extended with this project's groups.
 
-Each group lives in its own module of this package, with two functions: the
-group function adds its keys and defaults, and ``declare()`` declares their
-checks, which :func:`load_cfg <graphgps_ext.run_config.load_cfg>` runs at
-start, before any data is read. Both are listed once, in
-:data:`graphgps_ext.config.groups.GROUPS`: :func:`graphgps_ext.register.register_all`
-registers the group functions in GraphGym, and
-:func:`~graphgps_ext.config.groups.declare_all` runs the declarations, each
-once. Nothing is declared by importing a module; every reader of the
-declarations gets them from :func:`declarations`, which runs
-``declare_all`` first. The declarations:
+A group has two functions: the group function adds its keys and defaults,
+and ``declare()`` declares their checks, which :func:`load_cfg
+<graphgps_ext.run_config.load_cfg>` runs at start, before any data is read.
+The groups of the catalogue entries (a branch's options, an encoding's
+``posenc_<name>``) derive from their entries' options
+(:mod:`graphgps_ext.config.options`); the others are modules of this
+package. :func:`graphgps_ext.config.groups.groups` lists them all, once:
+:func:`graphgps_ext.register.register_all` registers the group functions in
+GraphGym, and :func:`declarations` collects every ``declare()`` the first
+time a check reads them (nothing is declared by importing a module). The
+declarations:
 
 - :func:`choices`: the allowed values of an enumerated key (a bad value gets
   the closest valid ones, compared case-insensitively);
@@ -32,32 +33,30 @@ declarations gets them from :func:`declarations`, which runs
 A key counts as *set* when the config file or the command line gives it a
 value other than its default (so a resolved ``config.yaml`` reloads as it
 ran). This package imports nothing from the layers above it (the
-registries, the model, the loaders, training): checks that need the
-registries (model, branch, head, encoder, loss, metric and dataset names)
-live one level up, in :mod:`graphgps_ext.run_config` and
-:mod:`graphgps_ext.register`, whose ``register_all`` declares the keys that
-take metric names (``tests/config/test_layering.py``).
+registries, the model, the loaders, training), only the ground floor beside
+it (the catalogues and the metric table): checks that need the registries
+(model, branch, head, encoder, loss and dataset names) live one level up,
+in :mod:`graphgps_ext.run_config` (``tests/config/test_layering.py``).
 
 The machinery, by concern (all re-exported here):
 :mod:`~graphgps_ext.config.keys` (``ConfigError``, dotted-key utilities),
-:mod:`~graphgps_ext.config.rules` (the declarations above and their
-store), :mod:`~graphgps_ext.config.yaml_io` (reading YAML files and
-overrides, type coercion, merging) and :mod:`~graphgps_ext.config.validation`
-(running the declared checks). The list of groups,
-:mod:`~graphgps_ext.config.groups`, imports every group module and is not
-re-exported.
+:mod:`~graphgps_ext.config.rules` (the declarations above, collected per
+group), :mod:`~graphgps_ext.config.groups` (the list of groups and their
+collected declarations), :mod:`~graphgps_ext.config.yaml_io` (reading YAML
+files and overrides, type coercion, merging) and
+:mod:`~graphgps_ext.config.validation` (running the declared checks).
 """
 from graphgps_ext.config.keys import (COMMAND_LINE, ConfigError, all_keys,
                                       closest, did_you_mean, flatten, get_key,
                                       key_matches, leaf_keys, set_key,
                                       unflatten)
+from graphgps_ext.config.groups import (declarations, declared, resumable_keys,
+                                        volatile_keys)
 from graphgps_ext.config.rules import (Declarations, Ignored, Text, advice,
                                        at_most, auto_or_bool, bounded, choices,
-                                       declarations, declared, has_branch,
-                                       ignored, non_negative, positive,
-                                       probability, resumable, resumable_keys,
-                                       rule, run_declarations, unused,
-                                       volatile, volatile_keys)
+                                       collect, has_branch, ignored, non_negative,
+                                       positive, probability, resumable, rule,
+                                       unused, volatile)
 from graphgps_ext.config.validation import (check_key, check_values,
                                             config_warnings, effective_values,
                                             set_keys, validate)
@@ -71,7 +70,7 @@ __all__ = [
     'Declarations', 'Ignored', 'Text', 'advice', 'at_most', 'auto_or_bool',
     'bounded', 'choices', 'declarations', 'declared', 'has_branch', 'ignored',
     'non_negative', 'positive', 'probability', 'resumable', 'resumable_keys',
-    'rule', 'run_declarations', 'unused', 'volatile', 'volatile_keys',
+    'rule', 'collect', 'unused', 'volatile', 'volatile_keys',
     'check_key', 'check_values',
     'config_warnings', 'effective_values', 'set_keys', 'validate',
     'YAML_MAX_DEPTH', 'YAML_MAX_NODES', 'check_overrides', 'coerce',

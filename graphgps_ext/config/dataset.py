@@ -1,14 +1,16 @@
 """Config group ``dataset_ext``: extra keys on GraphGym's ``cfg.dataset``.
 
 GraphGym's own keys are reused with GraphGPS meaning: ``dataset.format``
-(``PyG-ZINC``, ``PyG-GNNBenchmarkDataset``, ``PyG-TUDataset``,
-``PyG-LRGBDataset``, ``OGB``, ``synthetic``), ``dataset.name``,
+and ``dataset.name`` (those of the dataset declarations,
+:mod:`graphgps_ext.loader.datasets`, checked by the run's config check),
 ``dataset.dir`` (root of the local files) and ``dataset.split`` (fractions of
 random splits, used where a dataset has no standard split). The task keys
 below default to ``'auto'`` = derived from the dataset
 (:mod:`graphgps_ext.task` documents the convention).
 """
-from graphgps_ext.config import at_most, bounded, choices, ignored, non_negative, rule, unused
+from graphgps_ext.config.rules import (at_most, bounded, choices, ignored, non_negative,
+                                       rule, unused)
+from graphgps_ext.metrics import METRICS
 
 
 def dataset_cfg(cfg):
@@ -81,9 +83,9 @@ def _tree(cfg) -> bool:
 
 def declare():
     """Declare the checks of the ``dataset`` keys."""
-    choices('dataset.format', ['PyG-ZINC', 'PyG-GNNBenchmarkDataset',
-                               'PyG-TUDataset', 'PyG-LRGBDataset', 'OGB',
-                               'synthetic'])
+    # dataset.format and dataset.name: checked against the dataset
+    # declarations (graphgps_ext.loader.datasets) by the run's config check.
+    choices('dataset.metrics', list(METRICS))
     choices('dataset.task', ['auto', 'graph', 'node', 'edge', 'link'])
     choices('dataset.task_type', ['auto', 'regression', 'classification',
                                   'classification_multilabel', 'ranking',

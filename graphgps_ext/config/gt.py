@@ -4,11 +4,14 @@
 name of the branch catalogue (:data:`graphgps_ext.branches.CATALOGUE`) or
 ``None``, parsed by :func:`graphgps_ext.branches.parse_layer_type`.  Branch-
 specific options live in the config group each branch declares there
-(``gea``, ``csa``, ``mna``, ``gtlayer``, ``mpnn``).
+(``gea``, ``csa``, ``mna``, ``gtlayer``, ``mpnn``), declared with its
+catalogue entry. :func:`~graphgps_ext.branches.branch_dropout` reads the
+per-branch dropout rates.
 """
 from graphgps_ext import branches
-from graphgps_ext.config import (at_most, choices, has_branch, ignored, positive,
-                                 probability, rule, unused, volatile)
+from graphgps_ext.branches import KINDS, branch_dropout, layer_type_of  # noqa: F401
+from graphgps_ext.config.rules import (at_most, choices, has_branch, ignored, positive,
+                                       probability, rule, unused, volatile)
 
 
 def attention_branches():
@@ -83,12 +86,11 @@ def _branch_dropouts(cfg):
     return None
 
 
-def branch_dropout(cfg, kind: str) -> float:
-    """The dropout rate on the output of the ``kind`` branch (``'local'``,
-    ``'global'``, ``'external'``): ``gt.dropout_<kind>``, or ``gt.dropout``
-    where that is -1."""
-    value = float(cfg.gt[f'dropout_{kind}'])
-    return float(cfg.gt.dropout) if value == -1 else value
+def _has_position(cfg, index: int) -> bool:
+    """Whether ``gt.layer_type`` has a branch at position ``index`` (a value
+    that is not three parts is reported by :func:`_one_branch`)."""
+    layer_type = layer_type_of(cfg)
+    return layer_type is None or layer_type[index] is not None
 
 
 def _one_branch(cfg):
@@ -128,10 +130,8 @@ def declare():
                             + ('; GEANet has its own gea.n_heads'
                                if has_branch(cfg, 'GEANet') else ''),
             in_file='warn')
-    for index, kind in enumerate(('local', 'global', 'external')):
-        ignored(f'gt.dropout_{kind}',
-                unless=lambda cfg, i=index: str(cfg.gt.layer_type).split('+')[i:i + 1]
-                not in (['None'], []),
+    for index, kind in enumerate(KINDS):
+        ignored(f'gt.dropout_{kind}', unless=lambda cfg, i=index: _has_position(cfg, i),
                 why=f'gt.layer_type has no {kind} branch', in_file='warn')
     ignored('gt.ffn_mult', unless=lambda cfg: cfg.gt.ffn,
             why='gt.ffn is False (no FFN block)', in_file='warn')

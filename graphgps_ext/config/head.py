@@ -13,7 +13,7 @@ always has three Linear layers of halving width; its exact equivalent is
 ``head.layers: 3, head.width: halving`` (``halving`` is what ``auto`` picks
 for the graph heads).
 """
-from graphgps_ext.config import at_most, bounded, choices, ignored, positive, probability
+from graphgps_ext.config.rules import at_most, bounded, choices, ignored, positive, probability
 
 
 def head_cfg(cfg):

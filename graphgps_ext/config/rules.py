@@ -1,30 +1,19 @@
-"""Declarations of the config checks, and the one store that holds them.
+"""Declarations of the config checks, and how a group's declarations are
+collected.
 
-Each config group module has a ``declare()`` function that declares, with
-the functions here, the choices, ranges, cross-key rules, ineffective keys,
+Each config group has a ``declare()`` function that declares, with the
+functions here, the choices, ranges, cross-key rules, ineffective keys,
 unused GraphGym keys and advice of its keys, and which of them are volatile
-(outside the run fingerprint) or resumable. Nothing is declared by importing
-a module: a declaration function called outside a declaration step raises
-``RuntimeError``. The steps are run explicitly, each once, by
-:func:`run_declarations`:
+(outside the run fingerprint) or resumable. :func:`collect` runs one
+``declare()`` and returns what it declared as a :class:`Declarations`
+value; a declaration function called outside :func:`collect` raises
+``RuntimeError`` (nothing is declared by importing a module).
 
-- :func:`graphgps_ext.config.groups.declare_all` runs the ``declare()`` of
-  every config group, in the order of
-  :data:`~graphgps_ext.config.groups.GROUPS` (the order of the group
-  modules' declarations is kept: an :func:`ignored` group before its single
-  keys, rules in the order their errors are listed);
-- :func:`graphgps_ext.register.register_all` adds the keys whose values are
-  the names of a table above this package (``metric_best``,
-  ``dataset.metrics``).
-
-Every reader (:mod:`~graphgps_ext.config.validation`, the coercion of
-:mod:`~graphgps_ext.config.yaml_io`, :func:`volatile_keys`,
-:func:`resumable_keys`, the run fingerprint) goes through
-:func:`declarations`, which runs ``declare_all`` first (one flag test once
-it has run), so the checks are complete whichever module the program
-started from.
+The declarations of every group are collected by
+:func:`graphgps_ext.config.groups.declarations`, once per set of groups,
+the first time a check reads them.
 """
-import threading
+from contextvars import ContextVar
 from dataclasses import dataclass, field, fields
 from types import MappingProxyType
 from typing import (Any, Callable, Dict, Iterable, List, Mapping, Optional,
@@ -126,60 +115,30 @@ class _Step:
             for f in fields(Declarations)})
 
 
-_LOCK = threading.RLock()
-_step: Optional[_Step] = None            # the step being run, if any
-_by_step: Dict[str, Declarations] = {}   # step name -> what it declared
-_all = Declarations()                    # every step's, in the order run
+#: The step being collected (each thread and context its own).
+_STEP: ContextVar[Optional[_Step]] = ContextVar('config declaration step', default=None)
 
 
-def run_declarations(steps: Iterable[Tuple[str, Callable[[], None]]]) -> None:
-    """Run each ``(name, declare)`` step whose name has not run yet:
-    ``declare()`` calls the declaration functions of this module, and what
-    it declares is added to the store once it returns (nothing of a step
-    that raises). Idempotent and thread-safe: a step runs once however
-    often and from however many threads this is called."""
-    global _step, _all
-    with _LOCK:
-        for name, declare in steps:
-            if _step is not None:
-                raise RuntimeError(f"config declaration step '{name}' started "
-                                   f"inside the step '{_step.name}'")
-            if name in _by_step:
-                continue
-            _step = _Step(name)
-            try:
-                declare()
-                made = _step.frozen()
-            finally:
-                _step = None
-            _by_step[name] = made
-            _all = _all + made
-
-
-def declared() -> Dict[str, Declarations]:
-    """``{step name: its declarations}`` of the steps run so far, in the
-    order run (runs nothing: empty until a step is run)."""
-    with _LOCK:
-        return dict(_by_step)
-
-
-def declarations() -> Declarations:
-    """Every declaration: the config groups' (run first if they have not
-    run yet, :func:`graphgps_ext.config.groups.declare_all`), then the
-    registry names' once :func:`graphgps_ext.register.register_all` has
-    run. The one way the checks read the declarations."""
-    from graphgps_ext.config.groups import declare_all
-    declare_all()
-    return _all
+def collect(declare: Callable[[], None], name: str = '') -> Declarations:
+    """Run ``declare()``, which calls the declaration functions of this
+    module, and return what it declared (in order). Collections may nest:
+    each returns its own declarations."""
+    token = _STEP.set(_Step(name or getattr(declare, '__qualname__', 'declare')))
+    try:
+        declare()
+        return _STEP.get().frozen()
+    finally:
+        _STEP.reset(token)
 
 
 def _open() -> _Step:
-    if _step is None:
+    step = _STEP.get()
+    if step is None:
         raise RuntimeError(
-            'config checks are declared inside a declaration step (a config '
-            "group's declare(), run by graphgps_ext.config.groups.declare_all), "
-            'not when a module is imported')
-    return _step
+            "config checks are declared inside a config group's declare() "
+            '(collected by graphgps_ext.config.rules.collect), not when a module '
+            'is imported')
+    return step
 
 
 def choices(key: str, values: Iterable):
@@ -292,13 +251,3 @@ def has_branch(cfg: CfgNode, *names: str) -> bool:
     for a value that is not three parts: the ``gt`` group reports it)."""
     layer_type = layer_type_of(cfg)
     return layer_type is not None and layer_type.has(*names)
-
-
-def volatile_keys() -> List[str]:
-    """The keys (or ``group.*``) declared :func:`volatile`."""
-    return list(declarations().volatile)
-
-
-def resumable_keys() -> List[str]:
-    """The keys declared :func:`resumable`."""
-    return list(declarations().resumable)

@@ -1,7 +1,7 @@
 """Config group ``speed``: optional speed-ups of training and evaluation.
 
 Adds keys to GraphGym's ``train`` and ``optim`` groups (listed as the group
-``speed`` in :data:`graphgps_ext.config.groups.GROUPS`). Each switch keeps
+``speed`` in :data:`graphgps_ext.config.groups.MODULES`). Each switch keeps
 the plain path available and gives the plain path's results within tolerance
 (``tests/train/test_optim.py``, ``tests/train/test_loop.py``):
 
@@ -75,7 +75,7 @@ the plain path available and gives the plain path's results within tolerance
 :mod:`graphgps_ext.train.speed` applies the switches where a model is run
 (the training loop, the benchmark).
 """
-from graphgps_ext.config import auto_or_bool, choices, ignored, volatile
+from graphgps_ext.config.rules import auto_or_bool, choices, ignored, volatile
 
 # The group's keys and defaults (dotted key -> default).
 DEFAULTS = {

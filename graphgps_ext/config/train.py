@@ -12,8 +12,10 @@ GraphGym keys reused as they are: ``optim.optimizer``, ``optim.base_lr``,
 """
 import importlib.util
 
-from graphgps_ext.config import (advice, at_most, bounded, choices, ignored, non_negative,
-                                 positive, resumable, rule, unused, volatile)
+from graphgps_ext.config.rules import (advice, at_most, bounded, choices, ignored,
+                                       non_negative, positive, resumable, rule, unused,
+                                       volatile)
+from graphgps_ext.metrics import METRICS
 
 
 def train_cfg(cfg):
@@ -143,8 +145,7 @@ def declare():
     choices('dist.backend', ['auto', 'nccl', 'gloo'])
     choices('wandb.mode', ['online', 'offline', 'disabled'])
     choices('metric_agg', ['argmax', 'argmin'])
-    # metric_best and dataset.metrics take the names of the metric table
-    # (graphgps_ext.metrics): declared by graphgps_ext.register.declare_names.
+    choices('metric_best', ['auto'] + list(METRICS))
 
     # Where and how a run executes, not what it computes (GraphGym's keys
     # included): outside the run fingerprint.

@@ -1,7 +1,7 @@
 """Running the declared checks (:mod:`graphgps_ext.config.rules`) on a
 loaded config: choices, ranges, unused GraphGym keys, cross-key rules,
 ineffective keys (errors or warnings) and advice. Every function reads the
-declarations through :func:`~graphgps_ext.config.rules.declarations`, so
+declarations through :func:`~graphgps_ext.config.groups.declarations`, so
 they are complete however the program was entered."""
 import math
 from typing import Any, Dict, List, Optional
@@ -10,7 +10,8 @@ from yacs.config import CfgNode
 
 from graphgps_ext.config.keys import (_MISSING, COMMAND_LINE, ConfigError,
                                       did_you_mean, get_key, leaf_keys)
-from graphgps_ext.config.rules import Text, declarations
+from graphgps_ext.config.groups import declarations
+from graphgps_ext.config.rules import Text
 
 
 def _choice_errors(cfg: CfgNode) -> List[str]:

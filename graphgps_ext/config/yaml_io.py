@@ -9,7 +9,7 @@ from yacs.config import CfgNode
 
 from graphgps_ext.config.keys import (COMMAND_LINE, ConfigError, all_keys,
                                       did_you_mean, get_key, leaf_keys)
-from graphgps_ext.config.rules import declarations
+from graphgps_ext.config.groups import declarations
 
 
 #: Bounds on a config file's node tree once YAML aliases are expanded (a

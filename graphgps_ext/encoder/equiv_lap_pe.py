@@ -24,6 +24,7 @@ run (``GPSModel.encode``). ``forward`` returns ``None`` (no embedding part).
 import torch
 from torch import nn
 
+from graphgps_ext import encodings
 from graphgps_ext.layer.norm import MaskedBatchNorm1d, normalize, prefix_rows
 
 ATTR = 'pe_equiv'
@@ -42,11 +43,7 @@ class EquivStableLapPE(nn.Module):
         self.raw_norm = MaskedBatchNorm1d(max_freqs) if raw_norm else None
         self.lin = nn.Linear(max_freqs, dim) if model == 'linear' else None
 
-    @classmethod
-    def from_cfg(cls, cfg, task, dim: int) -> 'EquivStableLapPE':
-        pc = cfg.posenc_EquivStableLapPE
-        return cls(int(pc.eigen.max_freqs), dim, pc.model,
-                   str(pc.raw_norm_type).lower() == 'batchnorm')
+    from_cfg = classmethod(encodings.from_cfg)
 
     def reset_parameters(self):
         for m in (self.raw_norm, self.lin):

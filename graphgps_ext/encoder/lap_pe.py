@@ -24,6 +24,7 @@ import torch
 from torch import Tensor, nn
 from torch_geometric.nn.inits import reset
 
+from graphgps_ext import encodings
 from graphgps_ext.layer.norm import MaskedBatchNorm1d, normalize, prefix_rows
 
 
@@ -86,13 +87,7 @@ class LapPE(nn.Module):
                     [dim_out] + [2 * dim_out] * (post_layers - 1) + [dim_out])
             self.post_mlp = _mlp(dims)
 
-    @classmethod
-    def from_cfg(cls, cfg, task, dim: int) -> 'LapPE':
-        pc = cfg.posenc_LapPE
-        return cls(dim, int(pc.eigen.max_freqs), pc.model, int(pc.layers),
-                   int(pc.n_heads), int(pc.post_layers),
-                   str(pc.raw_norm_type).lower() == 'batchnorm',
-                   bool(pc.sign_flip), bool(pc.pass_as_var))
+    from_cfg = classmethod(encodings.from_cfg)
 
     def reset_parameters(self):
         for child in self.children():

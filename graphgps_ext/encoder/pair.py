@@ -67,6 +67,7 @@ import torch
 from torch import Tensor, nn
 from torch_geometric.nn.inits import reset
 
+from graphgps_ext.encoder.edge import edge_encoder_name, make_edge_encoder
 from graphgps_ext.transform.dense import layout_adj
 from graphgps_ext.transform.edge_rwse import edge_rwse_dense
 from graphgps_ext.transform.spd import shortest_path_dense
@@ -140,7 +141,6 @@ class PairEncoder(nn.Module):
 
     @classmethod
     def from_cfg(cls, cfg, task, dim: int) -> 'PairEncoder':
-        from graphgps_ext.encoder import make_edge_encoder, edge_encoder_name
         pe = cfg.pairenc
         d_r = cls.rpe_width(dim, pe.rpe, int(pe.dim_rpe), pe.combine)
         d_b = dim - d_r if (pe.rpe != 'none' and pe.combine == 'concat') else dim

@@ -13,7 +13,7 @@ Output ``[N, dim_out]`` (``dim_pe`` when concatenated, ``d`` when added).
 from torch import Tensor, nn
 from torch_geometric.nn.inits import reset
 
-from graphgps_ext.config.posenc import rwse_times
+from graphgps_ext import encodings
 from graphgps_ext.encoder.lap_pe import _mlp
 from graphgps_ext.layer.norm import MaskedBatchNorm1d, normalize, prefix_rows
 
@@ -33,11 +33,7 @@ class RWSE(nn.Module):
         else:
             self.enc = _mlp([num_steps] + [2 * dim_out] * (layers - 1) + [dim_out])
 
-    @classmethod
-    def from_cfg(cls, cfg, task, dim: int) -> 'RWSE':
-        pc = cfg.posenc_RWSE
-        return cls(len(rwse_times(cfg)), dim, pc.model, int(pc.layers),
-                   str(pc.raw_norm_type).lower() == 'batchnorm')
+    from_cfg = classmethod(encodings.from_cfg)
 
     def reset_parameters(self):
         for child in self.children():

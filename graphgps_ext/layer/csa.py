@@ -5,6 +5,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from graphgps_ext import branches
 from graphgps_ext.branches import HeadsError
 from graphgps_ext.layer.fused_attention import (AttentionBlock, AttentionBlocks,
                                           attention_blocks)
@@ -105,7 +106,7 @@ class CSA(nn.Module):
             intermediates recomputed in the backward pass), so peak memory
             is about ``ctx.pair`` plus a few chunks instead of a dozen full
             ``[g, n, n, d]`` tensors. Same outputs and gradients; ``0``
-            never chunks.
+            never chunks (default ``2**26``, as ``csa.chunk_elems``).
 
     Shapes:
         ``x`` ``[N, d]``, ``ctx.pair`` ``[B, n_max, n_max, pair_dim]``
@@ -117,7 +118,7 @@ class CSA(nn.Module):
                  attn_dropout: float = 0.0,
                  attn_dropout_mode: str = 'connection', out_proj: bool = True,
                  edge_bias: bool = False, edge_value: bool = True,
-                 chunk_elems: int = 0):
+                 chunk_elems: int = 2 ** 26):
         super().__init__()
         if dim % heads != 0:
             raise HeadsError(f'CSA: dim {dim} is not divisible by the number of '
@@ -143,16 +144,7 @@ class CSA(nn.Module):
                              if edge_value else None)
         self.lin_out = nn.Linear(dim, dim) if out_proj else None
 
-    @classmethod
-    def from_cfg(cls, cfg, dim: int) -> 'CSA':
-        share = cfg.csa.share_edge_params
-        return cls(dim, heads=cfg.gt.n_heads, pair_dim=dim, mono=cfg.csa.mono,
-                   share_edge_params=share, attn_dropout=cfg.gt.attn_dropout,
-                   attn_dropout_mode=cfg.csa.attn_dropout_mode,
-                   out_proj=cfg.csa.out_proj,
-                   edge_bias=bool(cfg.csa.parity_edge_bias and share),
-                   edge_value=cfg.csa.edge_value,
-                   chunk_elems=cfg.csa.chunk_elems)
+    from_cfg = classmethod(branches.from_cfg)
 
     def reset_parameters(self):
         for lin in (self.lin_q, self.lin_k, self.lin_v, self.lin_edge_att,

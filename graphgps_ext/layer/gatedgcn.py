@@ -8,6 +8,7 @@ from torch import Tensor, nn
 from torch_geometric.nn.resolver import activation_resolver
 from torch_geometric.utils import scatter
 
+from graphgps_ext import branches
 from graphgps_ext.layer.context import GraphContext
 from graphgps_ext.layer.dropout import Dropout
 from graphgps_ext.layer.hybrid import make_norm
@@ -128,13 +129,7 @@ class GatedGCN(nn.Module):
         """GatedGCN gates read and update the edge stream."""
         return True
 
-    @classmethod
-    def from_cfg(cls, cfg, dim: int) -> 'GatedGCN':
-        from graphgps_ext.config.gt import branch_dropout
-        return cls(dim, act=cfg.mpnn.act, dropout=branch_dropout(cfg, 'local'),
-                   node_norm=cfg.mpnn.node_norm, edge_norm=cfg.mpnn.edge_norm,
-                   edge_residual=cfg.gt.residual,
-                   equivstable_pe=cfg.mpnn.equivstable_pe)
+    from_cfg = classmethod(branches.from_cfg)
 
     def reset_parameters(self):
         for lin in (self.A, self.B, self.C, self.D, self.E):

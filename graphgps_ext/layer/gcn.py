@@ -6,6 +6,7 @@ from torch_geometric.nn import GCNConv
 from torch_geometric.nn.conv.gcn_conv import gcn_norm
 from torch_geometric.nn.resolver import activation_resolver
 
+from graphgps_ext import branches
 from graphgps_ext.layer.context import GraphContext
 
 
@@ -35,9 +36,7 @@ class GCN(nn.Module):
         self.conv = GCNConv(dim, dim, normalize=False)
         self.out_act = activation_resolver(act) if out_act else None
 
-    @classmethod
-    def from_cfg(cls, cfg, dim: int) -> 'GCN':
-        return cls(dim, act=cfg.mpnn.act, out_act=cfg.mpnn.out_act)
+    from_cfg = classmethod(branches.from_cfg)
 
     def reset_parameters(self):
         self.conv.reset_parameters()

@@ -6,6 +6,7 @@ from torch import Tensor, nn
 from torch_geometric.nn.inits import reset
 from torch_geometric.utils import scatter
 
+from graphgps_ext import branches
 from graphgps_ext.branches import HeadsError
 from graphgps_ext.layer.context import GraphContext
 from graphgps_ext.layer.hybrid import make_norm
@@ -168,19 +169,7 @@ class GEANet(nn.Module):
         """The edge unit (eq. 4) reads and updates the edge stream."""
         return bool(cfg.gea.edge_unit)
 
-    @classmethod
-    def from_cfg(cls, cfg, dim: int) -> 'GEANet':
-        g = cfg.gea
-        slots = dim // g.n_heads if g.parity_slots_eq_head_dim else g.num_slots
-        return cls(dim, n_heads=g.n_heads, num_slots=slots,
-                   node_unit=g.node_unit, edge_unit=g.edge_unit,
-                   shared_unit=g.shared_unit, shared_width=g.shared_width,
-                   edge_norm=g.edge_norm,
-                   batch_softmax=g.parity_batch_softmax,
-                   unit_bias=g.parity_unit_bias,
-                   out_proj=not g.parity_no_out_proj,
-                   strided_edge_heads=g.parity_strided_edge_heads,
-                   edge_skip=not g.parity_edge_no_skip)
+    from_cfg = classmethod(branches.from_cfg)
 
     def reset_parameters(self):
         for child in self.children():

@@ -6,6 +6,7 @@ from torch import Tensor, nn
 from torch_geometric.nn import GINConv
 from torch_geometric.nn.resolver import activation_resolver
 
+from graphgps_ext import branches
 from graphgps_ext.layer.context import GraphContext
 from graphgps_ext.layer.norm import MaskedBatchNorm1d, normalize
 
@@ -64,10 +65,7 @@ class GIN(nn.Module):
         self.mlp_kind = mlp
         self.out_act = activation_resolver(act) if out_act else None
 
-    @classmethod
-    def from_cfg(cls, cfg, dim: int) -> 'GIN':
-        return cls(dim, act=cfg.mpnn.act, train_eps=cfg.mpnn.gin_train_eps,
-                   out_act=cfg.mpnn.out_act, mlp=cfg.mpnn.gin_mlp)
+    from_cfg = classmethod(branches.from_cfg)
 
     def reset_parameters(self):
         self.conv.reset_parameters()

@@ -6,6 +6,7 @@ from torch_geometric.nn import GINEConv
 from torch_geometric.nn.resolver import activation_resolver
 from torch_geometric.utils import scatter
 
+from graphgps_ext import branches
 from graphgps_ext.layer.context import GraphContext
 from graphgps_ext.layer.gatedgcn import EquivStableGate, equivstable_positions
 
@@ -51,11 +52,7 @@ class GINE(nn.Module):
         """GINE messages read the edge stream."""
         return True
 
-    @classmethod
-    def from_cfg(cls, cfg, dim: int) -> 'GINE':
-        return cls(dim, act=cfg.mpnn.act, train_eps=cfg.mpnn.gin_train_eps,
-                   equivstable_pe=cfg.mpnn.equivstable_pe,
-                   out_act=cfg.mpnn.out_act)
+    from_cfg = classmethod(branches.from_cfg)
 
     def reset_parameters(self):
         self.conv.reset_parameters()

@@ -9,6 +9,7 @@ from torch import Tensor, nn
 from torch_geometric.nn.inits import reset
 from torch_geometric.utils import scatter, softmax
 
+from graphgps_ext import branches
 from graphgps_ext.branches import HeadsError
 from graphgps_ext.layer.dropout import Dropout, dropout
 from graphgps_ext.layer.context import GraphContext
@@ -119,14 +120,7 @@ class GT(nn.Module):
         """The edge-feature layer reads and updates the edge stream."""
         return bool(cfg.gtlayer.edge_features)
 
-    @classmethod
-    def from_cfg(cls, cfg, dim: int) -> 'GT':
-        return cls(dim, heads=cfg.gt.n_heads, full_graph=cfg.gtlayer.full_graph,
-                   edge_features=cfg.gtlayer.edge_features,
-                   attn_dropout=cfg.gt.attn_dropout, dropout=cfg.gt.dropout,
-                   norm=cfg.gt.norm, residual=cfg.gt.residual,
-                   clamp_exp=cfg.gtlayer.parity_clamp_exp,
-                   no_eps=cfg.gtlayer.parity_no_eps)
+    from_cfg = classmethod(branches.from_cfg)
 
     def reset_parameters(self):
         for child in self.children():

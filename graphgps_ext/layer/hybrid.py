@@ -42,9 +42,11 @@ branches after it and for the next layer (GEANet receives :math:`E_M`).
   -> (x_out [N, d], edge_attr_out [E, d_e] | None)``; ``None`` leaves the edge
   stream unchanged; any edge residual/norm is the branch's own business;
 - optionally ``skip(x, ctx) -> [N, d]`` (the residual term, default ``x``);
-- ``from_cfg(cfg, dim) -> Branch`` (class method) used by the network builder;
-  the constructor itself takes plain arguments so the branch is usable and
-  testable without GraphGym.
+- ``from_cfg(cfg, dim) -> Branch`` (class method) used by the network builder
+  (for the package's branches :func:`graphgps_ext.branches.from_cfg`, which
+  reads the options of the branch's catalogue entry); the constructor itself
+  takes plain arguments so the branch is usable and testable without
+  GraphGym.
 
 Shapes: ``x`` is ``[N, d]`` for ``N`` nodes in the batch, ``edge_attr`` is
 ``[E, d]`` for ``E`` directed edges.

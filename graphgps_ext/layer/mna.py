@@ -7,6 +7,7 @@ from torch import Tensor, nn
 from torch_geometric.nn.resolver import activation_resolver
 from torch_geometric.utils import scatter
 
+from graphgps_ext import branches
 from graphgps_ext.branches import HeadsError
 from graphgps_ext.layer.fused_attention import node_attention
 from graphgps_ext.layer.context import GraphContext
@@ -141,14 +142,7 @@ class MNA(nn.Module):
             self.lin_fuse = nn.Linear(K * dim, dim, bias=False)
         self.reset_parameters()
 
-    @classmethod
-    def from_cfg(cls, cfg, dim: int) -> 'MNA':
-        return cls(dim, heads=cfg.gt.n_heads, hops=cfg.mna.hops,
-                   adj_norm=cfg.mna.adj_norm, fusion=cfg.mna.fusion,
-                   fusion_act=cfg.mna.fusion_act,
-                   head_dim=cfg.mna.head_dim or None,
-                   attn_dropout=cfg.gt.attn_dropout,
-                   fused=cfg.gt.fused_attention)
+    from_cfg = classmethod(branches.from_cfg)
 
     def reset_parameters(self):
         # nn.Linear's default: U(-1/sqrt(fan_in), 1/sqrt(fan_in)) per matrix.

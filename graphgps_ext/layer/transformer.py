@@ -6,6 +6,7 @@ from torch import Tensor, nn
 
 from graphgps_ext.layer.fused_attention import node_attention
 from graphgps_ext.layer.reference_attention import key_mask
+from graphgps_ext import branches
 from graphgps_ext.branches import HeadsError
 from graphgps_ext.layer.context import GraphContext
 from graphgps_ext.layer.dropout import dropout
@@ -58,10 +59,7 @@ class Transformer(nn.Module):
         self.qkv = nn.Linear(dim, 3 * dim)
         self.out = nn.Linear(dim, dim)
 
-    @classmethod
-    def from_cfg(cls, cfg, dim: int) -> 'Transformer':
-        return cls(dim, n_heads=cfg.gt.n_heads, attn_dropout=cfg.gt.attn_dropout,
-                   fused=cfg.gt.fused_attention)
+    from_cfg = classmethod(branches.from_cfg)
 
     def reset_parameters(self):
         self.qkv.reset_parameters()

@@ -22,7 +22,7 @@ from torch import nn
 import torch_geometric.graphgym.register as register
 from torch_geometric.nn.inits import reset
 
-from graphgps_ext.branches import LayerType, parse_layer_type
+from graphgps_ext.branches import LayerType, branch_dropout, parse_layer_type
 from graphgps_ext.config import closest
 from graphgps_ext.head.base import pool_name
 from graphgps_ext.head.virtual_node import VirtualNode
@@ -65,7 +65,6 @@ class GPSModel(nn.Module):
 
     def __init__(self, cfg, task: TaskInfo):
         super().__init__()
-        from graphgps_ext.config.gt import branch_dropout
         from graphgps_ext.encoder import (build_edge_encoder, build_node_encoder,
                                           build_pair_encoder)
         dim = cfg.gt.dim_hidden

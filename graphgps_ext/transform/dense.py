@@ -20,7 +20,7 @@ Adjacency conventions (shared by all encodings):
 """
 import hashlib
 from dataclasses import dataclass
-from typing import Dict, Iterator, List, Optional, Sequence, Tuple
+from typing import Dict, Iterator, List, NamedTuple, Optional, Sequence, Tuple
 
 import torch
 from torch import Tensor
@@ -30,6 +30,18 @@ from torch_geometric.utils import cumsum
 #: ``ptr`` ``[G + 1]`` the per-graph offsets along the concatenation dimension
 #: (``-1`` for ``*_index`` attributes, ``0`` otherwise).
 Entry = Dict[str, Tuple[Tensor, Tensor]]
+
+
+class Pairs(NamedTuple):
+    """Node pairs of a size group, as a dense encoding's compute function
+    returns them: ``graph`` ``[P]`` (the graph's position in the group),
+    ``i``, ``j`` ``[P]`` graph-local node ids, ``values`` ``{attribute:
+    [P, ...]}``. Stored graph-ordered with ``pair_index`` ``[2, P]``
+    (:func:`scatter_pairs`)."""
+    graph: Tensor
+    i: Tensor
+    j: Tensor
+    values: Dict[str, Tensor]
 
 
 @dataclass

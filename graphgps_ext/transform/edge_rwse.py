@@ -20,6 +20,7 @@ elsewhere), or recomputes :func:`edge_rwse_dense` per batch on the device
 import torch
 from torch import Tensor
 
+from graphgps_ext.transform.dense import Pairs
 from graphgps_ext.transform.rwse import transition_matrix, walk_powers
 
 
@@ -39,3 +40,10 @@ def pair_rwse_group(adj: Tensor, steps: int):
     keep |= torch.eye(adj.size(1), dtype=torch.bool).unsqueeze(0)
     b, i, j = keep.nonzero(as_tuple=True)
     return b, i, j, rw[b, i, j].float()
+
+
+def pair_rwse_pairs(adj: Tensor, memo: dict, steps: int) -> Pairs:
+    r"""The stored Edge-RWSE of a size group: the pairs within ``steps`` hops
+    with ``pair_rw`` ``[P, steps]``."""
+    b, i, j, rw = pair_rwse_group(adj, steps)
+    return Pairs(b, i, j, {'pair_rw': rw})

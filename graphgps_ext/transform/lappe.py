@@ -38,10 +38,12 @@ for an eigenspace of multiplicity :math:`m` with projector
 normal, drawn from a generator seeded with the graph size). For a simple
 eigenvalue this fixes the sign: :math:`u \cdot \mathrm{sign}(u^\top r_1)`.
 """
-from typing import Tuple
+from typing import Dict, Tuple
 
 import torch
 from torch import Tensor
+
+from graphgps_ext.transform.dense import derive_adj
 
 
 LAPLACIAN_NORMS = ('none', 'sym', 'rw')
@@ -142,3 +144,34 @@ def laplacian_eigen(adj: Tensor, k: int, norm: str = 'sym',
         val = torch.cat([val, val.new_full((G, pad), float('nan'))], 1)
         vec = torch.cat([vec, vec.new_full((G, n, pad), float('nan'))], 2)
     return vec, val
+
+
+def _eigen(adj: Tensor, memo: dict, k: int, norm: str, skip_trivial: bool):
+    """:func:`laplacian_eigen` of the undirected group adjacency, once per
+    group and parameters (``memo``: shared by the encodings of a group)."""
+    key = ('eigen', k, norm, skip_trivial)
+    if key not in memo:
+        if 'undirected' not in memo:
+            memo['undirected'] = derive_adj(adj, 'undirected')
+        memo[key] = laplacian_eigen(memo['undirected'], k, norm, skip_trivial)
+    return memo[key]
+
+
+def lappe_nodes(adj: Tensor, memo: dict, k: int, norm: str,
+                skip_trivial: bool) -> Dict[str, Tensor]:
+    r"""The LapPE of a size group (counting adjacency ``[G, n, n]``):
+    ``pe_lap_vec`` ``[G, n, k]`` and ``pe_lap_val`` ``[G, n, k]`` (every node
+    of a graph holds its graph's eigenvalues), float32."""
+    vec, val = _eigen(adj, memo, k, norm, skip_trivial)
+    n = adj.size(1)
+    return {'pe_lap_vec': vec.float(),
+            'pe_lap_val': val.unsqueeze(1).expand(-1, n, -1).float()}
+
+
+def eslappe_nodes(adj: Tensor, memo: dict, k: int, norm: str,
+                  skip_trivial: bool) -> Dict[str, Tensor]:
+    r"""The EquivStableLapPE eigenvectors of a size group: ``pe_eslap_vec``
+    ``[G, n, k]``, float32 (the same eigenpairs as LapPE's for the same
+    parameters, computed once)."""
+    vec, _ = _eigen(adj, memo, k, norm, skip_trivial)
+    return {'pe_eslap_vec': vec.float()}

@@ -3,7 +3,9 @@ and cached.
 
 :func:`precompute_encodings` computes what the config asks for (see
 :func:`graphgps_ext.config.posenc.wanted_encodings`) and stores it as PyG
-attributes of every graph:
+attributes of every graph. What each kind is, which function computes it
+and whether it is dense is declared once, in the encoding catalogue
+(:mod:`graphgps_ext.encodings`):
 
 ==================  ==========================================  ==================
 kind                attributes (per graph)                      module
@@ -20,10 +22,11 @@ Keys containing ``index`` are incremented by PyG's collation, so a
 mini-batch carries global node ids. Pairwise RW/SPD are only stored when
 ``pairenc.on_the_fly`` is off (by default they are computed per batch on the
 model's device). Everything runs on the collated storage of an
-:class:`~torch_geometric.data.InMemoryDataset` (``_data`` / ``slices``), graphs
-grouped by size and processed as dense batches, under a BLAS/torch thread
-limit (``posenc.blas_threads``), with a tqdm bar on a TTY and optional worker
-processes (``posenc.num_workers``).
+:class:`~torch_geometric.data.InMemoryDataset` (``_data`` / ``slices``): the
+dense encodings in one pass over groups of equal-size graphs
+(:mod:`.dense_pass`), the others on the whole storage; under a BLAS/torch
+thread limit (``posenc.blas_threads``), with a tqdm bar on a TTY and optional
+worker processes (``posenc.num_workers``).
 """
 import sys
 from contextlib import contextmanager
@@ -34,10 +37,10 @@ from torch_geometric.data import InMemoryDataset
 from torch_geometric.utils import cumsum
 
 from graphgps_ext.config.posenc import wanted_encodings
+from graphgps_ext.encodings import by_kind
 from graphgps_ext.transform.cache import EncodingCache, cache_key
 from graphgps_ext.transform.dense import Entry, GraphStore
-from graphgps_ext.transform.dense_pass import DENSE_KINDS, compute_dense
-from graphgps_ext.transform.rings import compute_rings
+from graphgps_ext.transform.dense_pass import compute_dense
 from graphgps_ext.transform.workers import fork_pool
 
 
@@ -74,23 +77,25 @@ def compute_entries(wanted: Dict[str, dict], store: GraphStore,
     r"""Compute the encodings ``{kind: params}``: ``{kind: {attribute: (values, ptr)}}``.
 
     All dense kinds share one pass over the size groups
-    (:func:`~graphgps_ext.transform.dense_pass.compute_dense`); rings are a
-    per-graph search (:func:`~graphgps_ext.transform.rings.compute_rings`).
+    (:func:`~graphgps_ext.transform.dense_pass.compute_dense`); the others
+    (rings: a per-graph search) run their compute function on the whole
+    store.
     """
+    table = by_kind()
+    unknown = set(wanted) - set(table)
+    if unknown:
+        raise ValueError(f'unknown encoding kinds {sorted(unknown)}')
     out: Dict[str, Entry] = {}
-    dense = {k: p for k, p in wanted.items() if k in DENSE_KINDS}
+    dense = {k: p for k, p in wanted.items() if table[k].dense}
     if dense:
         if num_workers > 0 and store.num_graphs > 1:
             out.update(_parallel(dense, store, num_workers, progress))
         else:
             out.update(compute_dense(store, dense, progress))
-    if 'rings' in wanted:
-        index, ptr = compute_rings(store, wanted['rings']['max_size'],
-                                   num_workers, progress)
-        out['rings'] = {'ring_index': (index, ptr)}
-    unknown = set(wanted) - set(DENSE_KINDS) - {'rings'}
-    if unknown:
-        raise ValueError(f'unknown encoding kinds {sorted(unknown)}')
+    for kind, params in wanted.items():
+        if not table[kind].dense:
+            out[kind] = table[kind].function()(store, num_workers=num_workers,
+                                               progress=progress, **params)
     return out
 
 
@@ -199,7 +204,9 @@ def _run_with_bar(wanted, store, num_workers, show) -> Dict[str, Entry]:
     if not show:
         return compute_entries(wanted, store, num_workers)
     from tqdm import tqdm
-    passes = int(any(k in DENSE_KINDS for k in wanted)) + int('rings' in wanted)
+    table = by_kind()
+    dense = [k for k in wanted if table[k].dense]
+    passes = int(bool(dense)) + len(wanted) - len(dense)
     with tqdm(total=passes * store.num_graphs, unit='graph', file=sys.stderr,
               desc='encodings: ' + '+'.join(wanted)) as bar:
         return compute_entries(wanted, store, num_workers, bar)

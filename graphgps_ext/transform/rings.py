@@ -34,7 +34,7 @@ import torch
 from torch import Tensor
 from torch_geometric.utils import cumsum
 
-from graphgps_ext.transform.dense import GraphStore
+from graphgps_ext.transform.dense import Entry, GraphStore
 from graphgps_ext.transform.workers import fork_pool
 
 
@@ -167,3 +167,10 @@ def compute_rings(store: GraphStore, max_size: int, num_workers: int = 0,
     index = (torch.cat(results, 1) if results
              else torch.empty(2, 0, dtype=torch.long))
     return index, cumsum(counts)
+
+
+def rings_entry(store: GraphStore, num_workers: int = 0, progress=None,
+                max_size: int = 18) -> Entry:
+    r"""The ring pairs of every graph of ``store`` as a precompute entry:
+    ``{'ring_index': (ring_index [2, R], ring_ptr [G + 1])}``."""
+    return {'ring_index': compute_rings(store, max_size, num_workers, progress)}

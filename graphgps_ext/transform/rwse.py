@@ -20,7 +20,7 @@ the powers are batched ``bmm`` in the adjacency's dtype (the precompute
 uses float32, as GraphGPS does: within :math:`10^{-7}` of float64 on ZINC
 and 1.6 times faster).
 """
-from typing import Iterator, Sequence, Tuple
+from typing import Dict, Iterator, Sequence, Tuple
 
 import torch
 from torch import Tensor
@@ -62,3 +62,10 @@ def rwse_dense(adj: Tensor, times: Sequence[int]) -> Tensor:
         else:  # sum_j (P^h)_ij (P^(k-h))_ji
             out[..., c] = (powers[h - 1] * powers[k - h - 1].transpose(1, 2)).sum(-1)
     return out
+
+
+def rwse_nodes(adj: Tensor, memo: dict, times: Sequence[int]) -> Dict[str, Tensor]:
+    r"""The RWSE of a size group: ``pe_rwse`` ``[G, n, |K|]``, walks in float32
+    (as GraphGPS; 1.6x faster than float64, within 1e-7 of it: the encoding
+    is stored in float32 anyway)."""
+    return {'pe_rwse': rwse_dense(adj.float(), times)}

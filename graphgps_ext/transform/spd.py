@@ -25,6 +25,8 @@ from typing import Optional
 import torch
 from torch import Tensor
 
+from graphgps_ext.transform.dense import Pairs, derive_adj
+
 
 UNREACHABLE = -1
 
@@ -54,3 +56,10 @@ def pair_spd_group(adj: Tensor, steps: int):
     dist = shortest_path_dense(adj, steps)
     b, i, j = (dist >= 0).nonzero(as_tuple=True)
     return b, i, j, dist[b, i, j].to(torch.int16)
+
+
+def pair_spd_pairs(adj: Tensor, memo: dict, steps: int) -> Pairs:
+    r"""The stored SPD of a size group (from its counting adjacency): the
+    pairs within ``steps`` hops with ``pair_spd`` ``[P]`` int16."""
+    b, i, j, dist = pair_spd_group(derive_adj(adj, 'simple'), steps)
+    return Pairs(b, i, j, {'pair_spd': dist})

@@ -23,6 +23,7 @@ from typing import List, Optional, Sequence, Union
 
 import torch
 
+from graphgps_ext.branches import recording
 from graphgps_ext.train.checkpoint import CheckpointError
 from graphgps_ext.viz.draw import (Panel, atom_labels, draw_grid, draw_heatmaps,
                                    molecule_kind, selected_channels,
@@ -50,6 +51,17 @@ def _layer(text: str) -> Union[int, str]:
     except ValueError:
         raise SystemExit(f"error: --layer takes an integer (-1 = last) or "
                          f"'mean', got {text!r}") from None
+
+
+def map_kind(branch: str, head_maps: bool = False) -> Optional[str]:
+    """The ``n x n`` node-pair maps drawn for a recording branch, from its
+    record layout in the branch catalogue: ``'channel'`` (per-channel maps,
+    always: CSA), ``'head'`` (per-head maps of a dense layout, with
+    ``--head-maps``: Transformer, GT), or ``None``."""
+    layout = recording()[branch].record_layout
+    if layout == 'channels':
+        return 'channel'
+    return 'head' if head_maps and layout == 'dense' else None
 
 
 def _layer_name(layer: Union[int, str]) -> str:
@@ -110,30 +122,30 @@ def make_figures(runs: Sequence[LoadedRun], graphs: Sequence[int], out: str,
         ptr = batch.ptr.tolist()
         safe = run.label.replace('/', '_')
         for branch in branches:
+            layout = recording()[branch].record_layout
             scores = node_scores(rec, branch, batch, layer)
             for pos, row in enumerate(rows):
                 s = scores[ptr[pos]:ptr[pos + 1]]
                 d, m = datas[pos], mols[pos]
-                if branch == 'MNA':
-                    row.extend(Panel(d, m, s[:, k], f'{run.label} MNA alpha_{k}')
+                if layout == 'kernels':  # one weight per kernel (MNA)
+                    row.extend(Panel(d, m, s[:, k], f'{run.label} {branch} alpha_{k}')
                                for k in range(s.size(1)))
                 else:
                     row.append(Panel(d, m, s, f'{run.label} {branch}'))
-            maps_of = ['CSA'] if branch == 'CSA' else (
-                [branch] if head_maps and branch in ('Transformer', 'GT') else [])
-            for b in maps_of:
+            what = map_kind(branch, head_maps)
+            per_channel = what == 'channel'
+            if what is not None:
                 for pos, g in enumerate(graphs):
-                    maps = graph_maps(rec, b, batch, pos, layer)
-                    what = 'channel' if b == 'CSA' else 'head'
+                    maps = graph_maps(rec, branch, batch, pos, layer)
                     ch = selected_channels(maps.size(0),
-                                           channels if b == 'CSA' else None)
-                    stem = os.path.join(out, f'{b.lower()}_{safe}_g{g}')
+                                           channels if per_channel else None)
+                    stem = os.path.join(out, f'{branch.lower()}_{safe}_g{g}')
                     written += draw_heatmaps(
                         maps[ch], stem, [f'{what} {c}' for c in ch],
-                        f'{run.label} {b}, {where}, {split} graph {g} '
+                        f'{run.label} {branch}, {where}, {split} graph {g} '
                         '(row: receiving node i, column: node j)',
                         atom_labels(mols[pos]))
-                    nodes = [v for v in (csa_nodes or []) if b == 'CSA']
+                    nodes = [v for v in (csa_nodes or []) if per_channel]
                     for v in nodes:
                         if not 0 <= v < maps.size(-1):
                             raise ValueError(f'--csa-nodes {v}: graph {g} has '

@@ -14,8 +14,7 @@ import torch
 from torch_geometric.utils import coalesce, contains_self_loops, is_undirected
 
 from graphgps_ext.bench import common, main
-from graphgps_ext.bench.data import (FAMILIES, make_graphs, random_walk_pe,
-                                     scaling_family)
+from graphgps_ext.bench.data import FAMILIES, make_graphs, scaling_family
 from graphgps_ext.bench.models import ANCHOR_THREADS, anchor_ratio, markdown
 from graphgps_ext.bench.scaling import fit_slope
 
@@ -69,14 +68,18 @@ def test_families_are_deterministic_and_sized():
     assert g.num_nodes == 40 and g.edge_index.size(1) == 2 * (39 + 3)
 
 
-def test_random_walk_pe_matches_pyg():
+def test_the_benchmark_rwse_is_the_packages_and_matches_pyg():
+    """The model rows' graphs carry the package's own RWSE (the precompute a
+    run uses), which equals PyG's ``AddRandomWalkPE``."""
     from torch_geometric.transforms import AddRandomWalkPE
+    from graphgps_ext.bench.models import PAPER_ZINC_ROWS, make_dataset, row_cfg
+    cfg = row_cfg(PAPER_ZINC_ROWS['gps-gine'])
+    dataset, source = make_dataset(cfg, 3, seed=0)
+    assert source.startswith('graphgps_ext.transform.precompute_encodings')
     graphs = make_graphs(FAMILIES['zinc'], 3, seed=0)
-    graphs += make_graphs(scaling_family(9, 1), 1, seed=1)
-    ours = random_walk_pe(graphs, 20)
-    for g, pe in zip(graphs, ours):
+    for g, d in zip(graphs, dataset):
         ref = AddRandomWalkPE(20, 'pe')(g.clone()).pe
-        assert torch.allclose(pe, ref, atol=1e-6)
+        assert torch.allclose(d.pe_rwse, ref, atol=1e-6)
 
 
 def test_fit_slope_recovers_power_laws():

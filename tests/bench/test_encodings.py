@@ -23,3 +23,18 @@ def test_the_shipped_samples_have_the_layout():
     encodings.check_data(SAMPLES)
     graphs = encodings.peptides_graphs(3, SAMPLES)
     assert len(graphs) == 3 and graphs[0].x.size(1) == 9
+
+
+def test_each_row_asks_for_its_encoding():
+    """The rows' configs ask the precompute for the kinds and parameters
+    their labels name."""
+    assert {label: encodings.wanted(o) for label, o in encodings.ROWS.items()} == {
+        'LapPE-10': {'lappe': {'k': 10, 'norm': 'none', 'skip_trivial': False}},
+        'RWSE-20': {'rwse': {'times': list(range(1, 21))}},
+        'LapPE-10 + RWSE-20': {'lappe': {'k': 10, 'norm': 'none', 'skip_trivial': False},
+                               'rwse': {'times': list(range(1, 21))}},
+        'Edge-RWSE-16 (stored pairs)': {'pair_rwse': {'steps': 16}},
+        'Edge-RWSE-20 (stored pairs)': {'pair_rwse': {'steps': 20}},
+        'SPD-8 (stored pairs)': {'pair_spd': {'steps': 8}},
+        'SPD-10 (stored pairs)': {'pair_spd': {'steps': 10}},
+        'rings <= 18': {'rings': {'max_size': 18}}}

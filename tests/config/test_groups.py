@@ -1,6 +1,7 @@
 """The list of config groups (``graphgps_ext/config/groups.py``): one entry
-per group module, each with its group function and its declarations, which
-are the groups' registration in GraphGym and the declarations' one source."""
+per group module, and one group per catalogue entry with options, each with
+its group function and its declarations, which are the groups'
+registration in GraphGym and the declarations' one source."""
 import importlib
 import pkgutil
 from types import MappingProxyType
@@ -12,14 +13,13 @@ from torch_geometric.graphgym.config import set_cfg
 from yacs.config import CfgNode
 
 import graphgps_ext.config as config
-from graphgps_ext import register
+from graphgps_ext import branches, encodings, register
 from graphgps_ext.config import Declarations, declarations, declared, leaf_keys
-from graphgps_ext.config.groups import GROUPS, declare_all
+from graphgps_ext.config.groups import MODULES, groups
 from graphgps_ext.metrics import METRICS
 
-# The one declaration of a group's key made outside its group: the metric
-# names come from a table above graphgps_ext.config (graphgps_ext.register).
-CROSS_GROUP = {'metric names': {'dataset.metrics'}}
+# Declarations of a group's keys made outside its group (none).
+CROSS_GROUP = {}
 
 
 def _graphgym_keys(monkeypatch) -> set:
@@ -33,7 +33,7 @@ def _graphgym_keys(monkeypatch) -> set:
 def _own_keys(graphgym: set, monkeypatch) -> dict:
     """``{group: the leaf keys its group function adds}``."""
     out = {}
-    for name, group in GROUPS.items():
+    for name, group in groups().items():
         monkeypatch.setattr(gg, 'config_dict', {name: group.cfg})
         cfg = CfgNode()
         set_cfg(cfg)
@@ -51,29 +51,42 @@ def _expand(key: str, keys: set) -> set:
 
 
 def test_every_group_module_is_listed_once():
-    machinery = {'keys', 'rules', 'validation', 'yaml_io', 'groups'}
+    machinery = {'keys', 'rules', 'validation', 'yaml_io', 'groups', 'options'}
     modules = {m.name for m in pkgutil.iter_modules(config.__path__)} - machinery
-    listed = [group.cfg.__module__ for group in GROUPS.values()]
+    listed = [group.cfg.__module__ for group in MODULES.values()]
     assert sorted(listed) == sorted(f'graphgps_ext.config.{m}' for m in modules)
-    for group in GROUPS.values():
+    for group in MODULES.values():
         module = importlib.import_module(group.cfg.__module__)
         assert group.declare is module.declare
 
 
+def test_the_catalogue_entries_bring_their_groups():
+    names = list(groups())
+    assert names[:3] == ['gt', 'dataset_ext', 'posenc']
+    assert names[-3:] == ['head', 'train_ext', 'speed']
+    pes = [e.group.name for e in encodings.ENCODINGS if e.group is not None]
+    assert pes == ['posenc_LapPE', 'posenc_EquivStableLapPE', 'posenc_RWSE']
+    assert names[3:-3] == pes + list(dict.fromkeys(
+        b.group for b in branches.CATALOGUE if b.group is not None))
+    for entry in branches.CATALOGUE:
+        if entry.options is not None:
+            assert groups()[entry.group].cfg is entry.options
+    for entry in encodings.node_encodings().values():
+        assert groups()[entry.group.name].cfg is entry.group
+
+
 def test_the_registry_registers_the_listed_groups():
-    assert register.CONFIG_GROUPS == {name: g.cfg for name, g in GROUPS.items()}
-    assert list(register.CONFIG_GROUPS) == list(GROUPS)
+    assert register.config_groups() == {name: g.cfg for name, g in groups().items()}
     register.register_all()
-    for name, group in GROUPS.items():
+    for name, group in groups().items():
         assert gg.config_dict[name] is group.cfg
 
 
-def test_the_declarations_are_the_groups_then_the_metric_names():
-    register.register_all()
-    declare_all()
+def test_the_declarations_are_the_groups_in_order():
     steps = declared()
-    assert list(steps) == list(GROUPS) + ['metric names']
+    assert list(steps) == list(groups())
     assert declarations() == sum(steps.values(), Declarations())
+    assert declarations() is declarations()  # collected once
     assert declarations().choices['metric_best'] == ('auto', *METRICS)
     assert declarations().choices['dataset.metrics'] == tuple(METRICS)
 
@@ -90,7 +103,6 @@ def test_each_group_declares_checks_of_its_own_keys(monkeypatch):
     """Every group declares something, and only of its own keys or of
     GraphGym's keys it reuses: a key that exists nowhere (a typo would make
     its check silently never run) or another group's key is refused."""
-    register.register_all()
     steps = declared()
     graphgym = _graphgym_keys(monkeypatch)
     own = _own_keys(graphgym, monkeypatch)

@@ -1,9 +1,11 @@
 """The config package only declares keys and their checks: no module of
 ``graphgps_ext/config/`` imports (at module level or inside a function) from
 the layers above it (registry, model, layers, loaders, training, run). It
-reads one module of the package beside it: the branch catalogue
-(:mod:`graphgps_ext.branches`, plain Python). The whole package's layering
-is checked by ``tests/test_architecture.py``."""
+reads the modules of the package's ground floor beside it: the catalogues
+(:mod:`graphgps_ext.branches`, :mod:`graphgps_ext.encodings`, their options
+:mod:`graphgps_ext.options`; plain Python) and the metric table
+(:mod:`graphgps_ext.metrics`, whose names ``metric_best`` takes). The whole
+package's layering is checked by ``tests/test_architecture.py``."""
 import ast
 import os
 import sys
@@ -15,7 +17,8 @@ CONFIG_DIR = os.path.dirname(graphgps_ext.config.__file__)
 # allowed too.
 ALLOWED = {'yacs', 'yaml', 'torch'}
 # Modules of the package's ground floor that the config groups read.
-GROUND = {'graphgps_ext.branches'}
+GROUND = {'graphgps_ext.branches', 'graphgps_ext.encodings', 'graphgps_ext.options',
+          'graphgps_ext.metrics'}
 
 
 def _imports(path: str):
@@ -63,10 +66,10 @@ def test_config_imports_nothing_from_the_layers_above():
 def test_the_check_sees_function_level_imports(tmp_path):
     path = tmp_path / 'group.py'
     path.write_text('import os\nfrom graphgps_ext.config import choices\n\n\n'
-                    'def f():\n    from graphgps_ext.metrics import METRICS\n'
-                    '    import torch_geometric\n    return METRICS\n'
+                    'def f():\n    from graphgps_ext.train.loss import LOSSES\n'
+                    '    import torch_geometric\n    return LOSSES\n'
                     'from graphgps_ext import branches, layer\n')
     assert forbidden(str(path)) == [
-        f'{os.path.relpath(str(path), CONFIG_DIR)}:6 imports graphgps_ext.metrics',
+        f'{os.path.relpath(str(path), CONFIG_DIR)}:6 imports graphgps_ext.train.loss',
         f'{os.path.relpath(str(path), CONFIG_DIR)}:7 imports torch_geometric',
         f'{os.path.relpath(str(path), CONFIG_DIR)}:9 imports graphgps_ext.layer']

@@ -1,18 +1,17 @@
-"""The declaration store of ``graphgps_ext/config/rules.py``: nothing is
-declared by importing a module, each declaration step runs once (also from
-several threads), a failed step adds nothing, and every reader sees the
-whole set however the program was entered."""
+"""The declarations of ``graphgps_ext/config/rules.py``: nothing is
+declared by importing a module, a group's ``declare()`` is collected into a
+value (also from several threads at once), and every reader sees every
+group's declarations, collected once, however the program was entered."""
 import os
 import subprocess
 import sys
 import threading
-import time
 
 import pytest
 
-from graphgps_ext.config import (Declarations, choices, declarations, declared,
-                                 ignored, positive, rule, run_declarations)
-from graphgps_ext.config import groups, rules
+from graphgps_ext.config import (Declarations, choices, collect, declarations, declared,
+                                 ignored, positive, rule)
+from graphgps_ext.config import groups
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -25,17 +24,9 @@ def _python(code: str) -> str:
     return out.stdout
 
 
-@pytest.fixture
-def fresh_store(monkeypatch):
-    """An empty store, as in a program that has declared nothing yet."""
-    monkeypatch.setattr(rules, '_by_step', {})
-    monkeypatch.setattr(rules, '_all', Declarations())
-    monkeypatch.setattr(groups, '_done', False)
-
-
 def test_importing_declares_nothing():
     """Every module of graphgps_ext/config, the registry and the config
-    loader imported: the store is still empty."""
+    loader imported: no declaration has been collected."""
     out = _python(
         'import importlib, pkgutil\n'
         'import graphgps_ext.config as config\n'
@@ -43,82 +34,66 @@ def test_importing_declares_nothing():
         'for name in names:\n'
         '    importlib.import_module(f"graphgps_ext.config.{name}")\n'
         'import graphgps_ext.register, graphgps_ext.run_config, graphgps_ext.identity\n'
-        'from graphgps_ext.config import rules\n'
-        'print(len(names), len(rules.declared()), len(rules._all))\n')
-    count, steps, made = map(int, out.split())
-    assert count >= 14  # the eleven groups and the machinery
-    assert (steps, made) == (0, 0)
+        'from graphgps_ext.config import groups\n'
+        'print(len(names), groups._collected.cache_info().currsize)\n')
+    count, collected = map(int, out.split())
+    assert count >= 10  # the group modules and the machinery
+    assert collected == 0
 
 
-def test_a_declaration_outside_a_step_is_refused(fresh_store):
+def test_a_declaration_outside_a_declare_is_refused():
     with pytest.raises(RuntimeError, match="declare()"):
         choices('toy.key', ['a'])
     with pytest.raises(RuntimeError, match='not when a module is imported'):
         rule(lambda cfg: None)
-    assert declared() == {}
 
 
-def test_a_step_runs_once_and_in_order(fresh_store):
-    calls = []
-
+def test_collect_returns_what_a_declare_declares_in_order():
     def first():
-        calls.append('first')
         choices('toy.kind', ['a', 'b'])
         positive('toy.size')
 
     def second():
-        calls.append('second')
         choices('toy.kind', ['a', 'b', 'c'])  # declared again: new values, same place
         ignored('toy.size', unless=lambda cfg: False, why='toy')
 
-    run_declarations([('first', first), ('second', second)])
-    run_declarations([('second', second), ('first', first)])
-    assert calls == ['first', 'second']
-    assert list(declared()) == ['first', 'second']
-    found = rules._all
+    a, b = collect(first), collect(second)
+    found = a + b
     assert dict(found.choices) == {'toy.kind': ('a', 'b', 'c')}
     assert [key for key, _, _ in found.bounds] == ['toy.size']
     assert [dec.keys for dec in found.ignored] == [('toy.size',)]
-    assert len(found) == 3 and len(declared()['first']) == 2
-    assert found == declared()['first'] + declared()['second']
+    assert len(found) == 3 and len(a) == 2
+    assert _summary(collect(first)) == _summary(a)  # collecting again: the same
     with pytest.raises(TypeError):
         found.choices['toy.other'] = ('x',)  # read-only
 
 
-def test_a_failed_step_adds_nothing_and_can_run_again(fresh_store):
-    fail = [True]
+def test_collections_nest_and_a_failed_one_leaves_nothing_open():
+    def inner():
+        choices('toy.inner', ['x'])
 
-    def step():
+    def outer():
+        choices('toy.outer', ['y'])
+        assert dict(collect(inner).choices) == {'toy.inner': ('x',)}
+        positive('toy.size')
+
+    found = collect(outer)
+    assert dict(found.choices) == {'toy.outer': ('y',)}
+    assert [key for key, _, _ in found.bounds] == ['toy.size']
+
+    def broken():
         choices('toy.kind', ['a'])
-        if fail[0]:
-            raise ValueError('broken declaration')
+        raise ValueError('broken declaration')
 
     with pytest.raises(ValueError, match='broken'):
-        run_declarations([('toy', step)])
-    assert declared() == {} and len(rules._all) == 0
-    fail[0] = False
-    run_declarations([('toy', step)])
-    assert dict(rules._all.choices) == {'toy.kind': ('a',)}
-
-
-def test_a_step_cannot_start_or_read_inside_another(fresh_store):
-    def nested():
-        run_declarations([('inner', lambda: None)])
-
-    with pytest.raises(RuntimeError, match="inside the step 'outer'"):
-        run_declarations([('outer', nested)])
-
-    def reader():
-        declarations()
-
-    with pytest.raises(RuntimeError, match="inside the step 'reader'"):
-        run_declarations([('reader', reader)])
-    assert declared() == {}
+        collect(broken)
+    with pytest.raises(RuntimeError, match='declare()'):
+        choices('toy.key', ['a'])  # the failed collection is closed
 
 
 def _summary(found: Declarations):
-    """What two runs of the same declarations share (the functions they
-    declare are new objects each run)."""
+    """What two collections of the same declarations share (the functions
+    they declare may be new objects each time)."""
     return (dict(found.choices), found.auto_bool, found.volatile, found.resumable,
             [(key, req) for key, _, req in found.bounds],
             [fn.__qualname__ for fn in found.rules],
@@ -128,56 +103,38 @@ def _summary(found: Declarations):
             dict(found.unused))
 
 
-def test_declare_all_is_idempotent(fresh_store):
-    groups.declare_all()
+def test_the_groups_are_collected_once_in_order():
     once = declarations()
     steps = declared()
-    groups.declare_all()
-    assert declarations() is once and declared() == steps
-    assert list(steps) == list(groups.GROUPS)
+    assert declarations() is once and list(steps) == list(groups.groups())
     assert once == sum(steps.values(), Declarations())
     # no declaration twice: every range, rule and ignored-declaration once
     assert len({id(fn) for fn in once.rules + once.advice}) == len(once.rules + once.advice)
     assert len({id(dec) for dec in once.ignored}) == len(once.ignored)
     bounds = [(key, req) for key, _, req in once.bounds]
     assert len(set(bounds)) == len(bounds)
+    # collecting every group again declares the same
+    again = {name: _summary(collect(g.declare)) for name, g in groups.groups().items()}
+    assert again == {name: _summary(found) for name, found in steps.items()}
 
 
-def test_every_run_declares_the_same(fresh_store):
-    groups.declare_all()
-    first = {name: _summary(found) for name, found in declared().items()}
-    rules._by_step.clear()
-    rules._all = Declarations()
-    groups._done = False
-    groups.declare_all()
-    assert {name: _summary(found) for name, found in declared().items()} == first
+def test_threads_collect_at_once_without_mixing():
+    """Several threads collecting different groups at once: each gets its
+    own group's declarations, whole."""
+    wanted = {name: _summary(collect(g.declare)) for name, g in groups.groups().items()}
+    seen, barrier = {}, threading.Barrier(len(wanted))
 
+    def run(name, declare):
+        barrier.wait()
+        seen[name] = _summary(collect(declare))
 
-def test_threads_see_one_complete_set(fresh_store, monkeypatch):
-    """Readers in several threads of a program that has declared nothing:
-    every group's step runs once and every reader gets the whole set."""
-    calls = {name: 0 for name in groups.GROUPS}
-
-    def counted(name, declare):
-        def run():
-            calls[name] += 1
-            time.sleep(0.01)  # a slow step: the other threads arrive meanwhile
-            declare()
-        return run
-
-    monkeypatch.setattr(groups, 'GROUPS', {
-        name: groups.Group(g.cfg, counted(name, g.declare))
-        for name, g in groups.GROUPS.items()})
-    seen = []
-    threads = [threading.Thread(target=lambda: seen.append(declarations()))
-               for _ in range(6)]
+    threads = [threading.Thread(target=run, args=(name, g.declare))
+               for name, g in groups.groups().items()]
     for t in threads:
         t.start()
     for t in threads:
         t.join()
-    assert calls == {name: 1 for name in groups.GROUPS}
-    assert len(seen) == 6 and all(found is seen[0] for found in seen)
-    assert list(declared()) == list(groups.GROUPS)
+    assert seen == wanted
 
 
 def test_a_reader_entered_from_one_group_sees_every_group():

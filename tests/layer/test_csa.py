@@ -6,7 +6,7 @@ import torch
 from torch_geometric.data import Batch, Data
 from yacs.config import CfgNode as CN
 
-from graphgps_ext.config.csa import csa_cfg
+from graphgps_ext.branches import CSA_OPTIONS
 from graphgps_ext.config.gt import gt_cfg
 from graphgps_ext.layer.context import GraphContext
 from graphgps_ext.layer import csa
@@ -295,7 +295,7 @@ def test_missing_pair_features_and_bad_config():
 def test_from_cfg_and_recording(size_blocks):
     cfg = CN()
     gt_cfg(cfg)
-    csa_cfg(cfg)
+    CSA_OPTIONS(cfg)
     cfg.gt.n_heads, cfg.gt.attn_dropout = HEADS, 0.25
     cfg.csa.mono, cfg.csa.share_edge_params = True, True
     cfg.csa.parity_edge_bias = True

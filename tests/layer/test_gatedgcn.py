@@ -7,7 +7,7 @@ from branch_checks import (batch_dependence, check_degenerate, check_gradients,
                            check_permutation_equivariance, context, graphs,
                            randomise_batchnorms, run)
 from graphgps_ext.config.gt import gt_cfg
-from graphgps_ext.config.mpnn import mpnn_cfg
+from graphgps_ext.branches import MPNN_OPTIONS
 from graphgps_ext.layer.gatedgcn import GatedGCN
 
 D = 8
@@ -109,7 +109,7 @@ def test_clear_errors():
 def test_from_cfg():
     cfg = CN()
     gt_cfg(cfg)
-    mpnn_cfg(cfg)
+    MPNN_OPTIONS(cfg)
     cfg.gt.dropout = 0.2
     m = GatedGCN.from_cfg(cfg, D)
     assert m.gate is None and m.dropout.p == 0.2

@@ -6,7 +6,7 @@ from yacs.config import CfgNode as CN
 from branch_checks import (batch_dependence, check_degenerate, check_gradients,
                            check_permutation_equivariance, context,
                            dense_adjacency, graphs, run)
-from graphgps_ext.config.mpnn import mpnn_cfg
+from graphgps_ext.branches import MPNN_OPTIONS
 from graphgps_ext.layer.gcn import GCN
 
 D = 8
@@ -63,7 +63,7 @@ def test_degenerate_graphs_are_finite():
 
 def test_from_cfg():
     cfg = CN()
-    mpnn_cfg(cfg)
+    MPNN_OPTIONS(cfg)
     assert GCN.from_cfg(cfg, D).out_act is None
     cfg.mpnn.out_act, cfg.mpnn.act = True, 'gelu'
     assert isinstance(GCN.from_cfg(cfg, D).out_act, torch.nn.GELU)

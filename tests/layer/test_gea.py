@@ -5,7 +5,7 @@ from yacs.config import CfgNode as CN
 
 from branch_checks import (batch_dependence, check_degenerate, check_gradients,
                            check_permutation_equivariance, context, graphs, run)
-from graphgps_ext.config.gea import gea_cfg
+from graphgps_ext.branches import GEA_OPTIONS
 from graphgps_ext.layer.gea import GEANet, double_norm
 
 D, H, S = 8, 2, 5
@@ -245,7 +245,7 @@ def test_attention_maps_are_logged():
 
 def _cfg(**gea):
     cfg = CN()
-    gea_cfg(cfg)
+    GEA_OPTIONS(cfg)
     for k, v in gea.items():
         cfg.gea[k] = v
     return cfg

@@ -5,7 +5,7 @@ from yacs.config import CfgNode as CN
 from branch_checks import (batch_dependence, check_degenerate, check_gradients,
                            check_permutation_equivariance, dense_adjacency,
                            graphs, run)
-from graphgps_ext.config.mpnn import mpnn_cfg
+from graphgps_ext.branches import MPNN_OPTIONS
 from graphgps_ext.layer.gin import GIN
 
 D = 8
@@ -79,7 +79,7 @@ def test_unknown_mlp_is_a_clear_error():
 
 def test_from_cfg():
     cfg = CN()
-    mpnn_cfg(cfg)
+    MPNN_OPTIONS(cfg)
     assert not isinstance(GIN.from_cfg(cfg, D).conv.eps, torch.nn.Parameter)
     assert isinstance(GIN.from_cfg(cfg, D).conv.nn[1], torch.nn.BatchNorm1d)
     cfg.mpnn.gin_train_eps, cfg.mpnn.act = True, 'gelu'

@@ -5,7 +5,7 @@ from yacs.config import CfgNode as CN
 
 from branch_checks import (batch_dependence, check_degenerate, check_gradients,
                            check_permutation_equivariance, context, graphs, run)
-from graphgps_ext.config.mpnn import mpnn_cfg
+from graphgps_ext.branches import MPNN_OPTIONS
 from graphgps_ext.layer.gine import GINE
 
 D = 8
@@ -79,7 +79,7 @@ def test_clear_errors():
 
 def test_from_cfg():
     cfg = CN()
-    mpnn_cfg(cfg)
+    MPNN_OPTIONS(cfg)
     assert GINE.from_cfg(cfg, D).gate is None
     cfg.mpnn.equivstable_pe = True
     m = GINE.from_cfg(cfg, D)

@@ -7,7 +7,7 @@ from torch_geometric.data import Batch, Data
 from yacs.config import CfgNode as CN
 
 from graphgps_ext.config.gt import gt_cfg
-from graphgps_ext.config.gtlayer import gtlayer_cfg
+from graphgps_ext.branches import GTLAYER_OPTIONS
 from graphgps_ext.layer.context import GraphContext
 from graphgps_ext.layer.gt import GT
 
@@ -203,7 +203,7 @@ def test_errors_and_from_cfg():
         layer(x, None, ctx)
     cfg = CN()
     gt_cfg(cfg)
-    gtlayer_cfg(cfg)
+    GTLAYER_OPTIONS(cfg)
     cfg.gt.n_heads, cfg.gt.norm = HEADS, 'layer'
     cfg.gtlayer.edge_features, cfg.gtlayer.parity_clamp_exp = True, True
     layer = GT.from_cfg(cfg, DIM)

@@ -8,9 +8,8 @@ from yacs.config import CfgNode as CN
 from branch_checks import (batch_dependence, check_gradients,
                            check_permutation_equivariance, context, graphs,
                            randomise_batchnorms, run)
-from graphgps_ext.config.gea import gea_cfg
+from graphgps_ext.branches import GEA_OPTIONS, MPNN_OPTIONS
 from graphgps_ext.config.gt import gt_cfg
-from graphgps_ext.config.mpnn import mpnn_cfg
 from graphgps_ext.layer import BRANCHES
 from graphgps_ext.layer.hybrid import HybridLayer
 
@@ -20,8 +19,8 @@ D = 16
 def cfg():
     c = CN()
     gt_cfg(c)
-    mpnn_cfg(c)
-    gea_cfg(c)
+    MPNN_OPTIONS(c)
+    GEA_OPTIONS(c)
     c.gt.n_heads, c.gea.n_heads, c.gea.num_slots = 2, 4, 6
     return c
 

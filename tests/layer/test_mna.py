@@ -7,7 +7,7 @@ from torch_geometric.data import Batch, Data
 from yacs.config import CfgNode as CN
 
 from graphgps_ext.config.gt import gt_cfg
-from graphgps_ext.config.mna import mna_cfg
+from graphgps_ext.branches import MNA_OPTIONS
 from graphgps_ext.layer.context import GraphContext
 from graphgps_ext.layer.hybrid import HybridLayer
 from graphgps_ext.layer.mna import MNA, normalized_adjacency
@@ -208,7 +208,7 @@ def test_hybrid_pre_norm_layer_is_eq_11_12():
 def test_from_cfg_head_dim_and_errors():
     cfg = CN()
     gt_cfg(cfg)
-    mna_cfg(cfg)
+    MNA_OPTIONS(cfg)
     cfg.gt.n_heads, cfg.mna.hops, cfg.mna.fusion = 3, 1, 'concat'
     with pytest.raises(ValueError, match='mna.head_dim'):
         MNA.from_cfg(cfg, DIM)  # 8 is not divisible by 3

@@ -33,13 +33,13 @@ def make_cfg(root, **overrides):
 
     from graphgps_ext.config.dataset import dataset_cfg
     from graphgps_ext.config.gt import gt_cfg
-    from graphgps_ext.config.posenc import posenc_cfg
+    from graphgps_ext.config.posenc import encodings_cfg
     from graphgps_ext.config.speed import speed_cfg
     cfg = CfgNode()
     set_cfg(cfg)
     gt_cfg(cfg)
     dataset_cfg(cfg)
-    posenc_cfg(cfg)
+    encodings_cfg(cfg)
     speed_cfg(cfg)
     cfg.model.loss_fun = 'auto'   # as graphgps_ext.config.train sets it
     cfg.dataset.dir = str(root)

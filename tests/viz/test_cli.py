@@ -97,3 +97,11 @@ def test_networkx_fallback(tmp_path):
     rows = [[Panel(g, None, None, 'graph'),
              Panel(g, None, torch.tensor([0.1, 0.2, 0.3, 0.4]), 'scores', mark=1)]]
     _check(draw_grid(rows, str(tmp_path / 'nx')))
+
+
+def test_the_maps_drawn_follow_the_record_layouts_of_the_catalogue():
+    from graphgps_ext.viz.cli import map_kind
+    assert {b: map_kind(b) for b in ('GEANet', 'Transformer', 'GT', 'CSA', 'MNA')} == {
+        'GEANet': None, 'Transformer': None, 'GT': None, 'CSA': 'channel', 'MNA': None}
+    assert {b: map_kind(b, head_maps=True) for b in ('Transformer', 'GT', 'MNA')} == {
+        'Transformer': 'head', 'GT': 'head', 'MNA': None}
