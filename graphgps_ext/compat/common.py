@@ -12,6 +12,7 @@ import os
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
+from graphgps_ext.branches import MPNN_OPTIONS
 from graphgps_ext.config import ConfigError, closest, unflatten
 from graphgps_ext.encodings import parse_times
 
@@ -137,6 +138,14 @@ LAYER_PARITY = {
     'mpnn.gin_train_eps': False,     # PyG's GINConv / GINEConv default
 }
 GLOBAL_MODELS = {'None': 'None', 'Transformer': 'Transformer'}
+
+
+def layer_parity(local: str) -> dict:
+    """:data:`LAYER_PARITY` without the ``mpnn`` options that the local
+    branch ``local`` does not read (they would have no effect)."""
+    readers = {f'mpnn.{o.name}': o.readers for o in MPNN_OPTIONS.options}
+    return {key: value for key, value in LAYER_PARITY.items()
+            if not readers.get(key) or local in readers[key]}
 _TYPE_NODE = {'TypeDictNode': 'TypeDictNode', 'Atom': 'Atom',
               'LinearNode': 'LinearNode', 'VOCNode': 'LinearNode',
               'COCONode': 'LinearNode', 'ASTNode': 'ASTNode'}
@@ -431,7 +440,7 @@ class Translator:
                 'batch' if batch_norm else 'none')
         self.translate(('gt.layer_norm', 'gt.batch_norm'), {'gt.norm': norm},
                        self.graph_norm[1] if layer_norm else '')
-        for key, value in LAYER_PARITY.items():
+        for key, value in layer_parity(local).items():
             self.put(key, value)
         self.put('gt.parity_norm_without_ffn', False)
         self.act = self._activation()

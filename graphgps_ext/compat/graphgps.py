@@ -1,7 +1,7 @@
 """GraphGPS configs (Rampášek et al.): the markers, and the rules of the
 keys GEAET and CSA do not share (its ReLU-only layer, ``custom_gnn``)."""
 from graphgps_ext.compat.common import (GRAPHGPS, GRAPHGYM_DEFAULTS,
-                                        LAYER_PARITY, Translator)
+                                        Translator, layer_parity)
 
 #: Keys only GraphGPS configs (or those of the code bases built on it) have.
 MARKERS = ('train.mode', 'name_tag', 'train.finetune',
@@ -48,7 +48,7 @@ class GraphGPSTranslator(Translator):
         self.translate('gnn.layers_mp', {'gt.layers': int(self.get('gnn.layers_mp', 2))})
         self.translate('gnn.dropout', {'gt.dropout': float(self.get('gnn.dropout', 0.0))})
         self.translate('gnn.residual', {'gt.residual': bool(self.get('gnn.residual', False))})
-        for key, value in dict(LAYER_PARITY, **{
+        for key, value in dict(layer_parity(conv), **{
                 'gt.ffn': False, 'gt.norm': 'none', 'gt.act': 'relu',
                 'gt.parity_norm_without_ffn': False, 'mpnn.act': 'relu',
                 'mpnn.out_act': conv == 'GINE'}).items():
