@@ -59,7 +59,7 @@ import torch
 import torch_geometric.graphgym.register as gg
 
 from graphgps_ext import dist
-from graphgps_ext.config import ConfigError
+from graphgps_ext.config import ConfigError, sizes
 from graphgps_ext.files import ResultsWriteError, remove_temp_files, write_guard
 from graphgps_ext.identity import (fingerprint, format_changes, identity,
                                    resume_changes, seed_status)
@@ -102,10 +102,24 @@ def run_dir_of(cfg) -> str:
 
 
 def build_model(cfg, task) -> torch.nn.Module:
+    """The model of ``cfg`` for ``task``, once its training memory (counted
+    on the same model built on the ``meta`` device, which allocates
+    nothing) fits the accelerator's (:func:`graphgps_ext.config.sizes.check`,
+    else :class:`~graphgps_ext.config.ConfigError`)."""
     if cfg.model.type not in gg.network_dict:
         raise ConfigError(f"unknown model.type '{cfg.model.type}'; registered: "
                           + ', '.join(sorted(gg.network_dict)))
-    return gg.network_dict[cfg.model.type](cfg, task)
+    network = gg.network_dict[cfg.model.type]
+    params = None
+    with torch.random.fork_rng(devices=[]):
+        try:
+            with torch.device('meta'):
+                params = sum(p.numel() for p in network(cfg, task).parameters())
+        except (NotImplementedError, RuntimeError):  # an op meta tensors lack
+            params = None
+    if params is not None:
+        sizes.check([sizes.model_need(params, cfg)], str(cfg.accelerator))
+    return network(cfg, task)
 
 
 def resume_command(cfg_file: Optional[str], opts: Sequence[str], seed: int,

@@ -43,9 +43,10 @@ The machinery, by concern (all re-exported here):
 :mod:`~graphgps_ext.config.rules` (the declarations above and their
 store), :mod:`~graphgps_ext.config.yaml_io` (reading YAML files and
 overrides, type coercion, merging) and :mod:`~graphgps_ext.config.validation`
-(running the declared checks). The list of groups,
-:mod:`~graphgps_ext.config.groups`, imports every group module and is not
-re-exported.
+(running the declared checks). Not re-exported: the list of groups,
+:mod:`~graphgps_ext.config.groups`, which imports every group module, and
+:mod:`~graphgps_ext.config.sizes`, the memory that keys ask for as a
+product, checked before it is allocated where it is allocated.
 """
 from graphgps_ext.config.keys import (COMMAND_LINE, ConfigError, all_keys,
                                       closest, did_you_mean, flatten, get_key,

@@ -163,6 +163,10 @@ def _rwse_times(cfg):
     if not times or min(times) < 1:
         return (f'posenc_RWSE.kernel gives the walk lengths {times}: they must be '
                 "non-empty and >= 1, e.g. times_func 'range(1, 21)'")
+    if len(times) > RWSE_MAX_STEPS or max(times) > RWSE_MAX_STEPS:
+        return (f'posenc_RWSE.kernel gives {len(times):,} walk lengths up to '
+                f'{max(times):,}: at most {RWSE_MAX_STEPS:,} of them, each at most '
+                f"{RWSE_MAX_STEPS:,} steps, e.g. times_func 'range(1, 21)'")
     return None
 
 

@@ -11,7 +11,8 @@ from torch import Tensor
 from torch_geometric.data import Dataset
 
 from graphgps_ext.loader import splits as split_utils
-from graphgps_ext.loader import datasets
+from graphgps_ext.loader import datasets, storage
+from graphgps_ext.loader.labels import check_labels
 from graphgps_ext.loader.sources import Source, check_dataset
 from graphgps_ext.task import TaskInfo, apply_overrides, build_task
 from graphgps_ext.transform import precompute
@@ -30,12 +31,22 @@ class DatasetBundle:
             disk (Peptides in the LRGB layout: csv rows), to save with the
             run; ``None`` when the splits are separate files (ZINC,
             GNNBenchmarkDataset, LRGBDataset, generated SBMs).
-        info: format, name, folder, load time, graph counts, ``stand_in``.
+        info: format, name, folder, load time, graph counts, ``stand_in``,
+            ``fingerprint`` (:func:`data_fingerprint`).
     """
     splits: Dict[str, Dataset]
     task: TaskInfo
     split_indices: Optional[Dict[str, Tensor]] = None
     info: Dict[str, Any] = field(default_factory=dict)
+
+
+def data_fingerprint(bundle: 'DatasetBundle') -> str:
+    """The content fingerprint of the dataset a bundle holds: SHA-256 of the
+    graphs actually read, each split's selection included, before encodings
+    are attached (:func:`graphgps_ext.loader.storage.content_fingerprint`).
+    Two runs read the same data exactly when their fingerprints are equal,
+    whatever folder it came from."""
+    return bundle.info['fingerprint']
 
 
 def _limit(src: Source, max_graphs: int):
@@ -69,7 +80,9 @@ def load_dataset(cfg) -> DatasetBundle:
 
     Steps: read (or generate / download when missing and online) the data;
     apply ``dataset.max_graphs``; derive :class:`TaskInfo` and apply config
-    overrides; precompute encodings (:func:`graphgps_ext.transform.precompute.
+    overrides; check every split's labels against the loss
+    (:func:`graphgps_ext.loader.labels.check_labels`) and take the data's
+    content fingerprint (:func:`data_fingerprint`); precompute encodings (:func:`graphgps_ext.transform.precompute.
     precompute_encodings`, cached under the dataset's folder); split.
 
     Raises:
@@ -77,8 +90,10 @@ def load_dataset(cfg) -> DatasetBundle:
         graphgps_ext.loader.errors.DatasetNotFoundError: files missing and
             no network (within seconds).
         graphgps_ext.loader.errors.DataCorruptError: raw files that cannot
-            be processed or give inconsistent data (the processed files are
-            rebuilt at the next run).
+            be processed or give inconsistent data, labels the loss cannot
+            take (the processed files are rebuilt at the next run).
+        graphgps_ext.config.ConfigError: a configured loss that does not fit
+            the labels; generated data beyond the machine's memory.
     """
     start = time.perf_counter()
     fmt = cfg.dataset.format
@@ -94,6 +109,14 @@ def load_dataset(cfg) -> DatasetBundle:
                       num_outputs=src.num_outputs,
                       node_num_types=src.node_num_types, extra=src.extra)
     apply_overrides(task, cfg)
+    if 'all' in src.parts:
+        read = {k: src.parts['all'][src.indices[k]] for k in split_utils.SPLITS}
+    else:
+        read = dict(src.parts)
+    own_loss = datasets.spec(src.spec_key).get('loss')
+    check_labels(read, task, src.name or cfg.dataset.name, src.labels_from,
+                 chosen_loss=cfg.model.loss_fun not in ('auto', own_loss))
+    fingerprint = storage.content_fingerprint(read)
 
     _precompute(src, cfg)
     if 'all' in src.parts:
@@ -108,7 +131,8 @@ def load_dataset(cfg) -> DatasetBundle:
     info = dict(format=fmt, name=cfg.dataset.name, folder=src.folder,
                 load_seconds=round(seconds, 3), sizes=sizes,
                 standard_split=src.standard_split,
-                stand_in=bool(src.extra.get('stand_in', False)))
+                stand_in=bool(src.extra.get('stand_in', False)),
+                fingerprint=fingerprint)
     if info['stand_in']:
         info['stand_in_reason'] = src.extra.get('stand_in_reason', '')
     log.info('[*] %s / %s: %s graphs (train/val/test) in %.1f s; task %s '

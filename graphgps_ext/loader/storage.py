@@ -89,3 +89,63 @@ def degree_as_node_type(dataset: InMemoryDataset, cap: int = -1) -> int:
     x = deg.clamp(max=cap).view(-1, 1)
     set_attr(dataset, 'x', x, slices=nslices)
     return cap + 1
+
+
+def graph_indices(dataset: InMemoryDataset) -> Tensor:
+    """The graphs of the collated storage that ``dataset`` (a view made
+    with ``dataset[idx]``, or the whole) holds, in its order."""
+    idx = dataset.indices()
+    if isinstance(idx, range):
+        return torch.arange(idx.start, idx.stop, idx.step, dtype=torch.long)
+    return torch.as_tensor(idx, dtype=torch.long).view(-1)
+
+
+def _digest_tensor(h, name: str, value: Tensor):
+    flat = value.detach().cpu().contiguous().reshape(-1)
+    h.update(f'{name}|{value.dtype}|{tuple(value.shape)}|'.encode())
+    if flat.numel():
+        h.update(flat.view(torch.uint8).numpy())
+
+
+def _digest_graphs(h, dataset) -> None:
+    """The stored tensors of ``dataset`` (its whole collated storage, or
+    graph by graph for any other dataset)."""
+    if isinstance(dataset, InMemoryDataset) and dataset._data is not None:
+        data, slices = dataset._data, dataset.slices or {}
+        for key in sorted(data.keys()):
+            value = data[key]
+            if isinstance(value, Tensor):
+                _digest_tensor(h, key, value)
+            else:
+                h.update(f'{key}={value!r}'.encode())
+            if isinstance(slices.get(key), Tensor):
+                _digest_tensor(h, f'{key}.slices', slices[key])
+        return
+    for i in range(len(dataset)):
+        graph = dataset[i]
+        for key in sorted(graph.keys()):
+            if isinstance(graph[key], Tensor):
+                _digest_tensor(h, f'{i}.{key}', graph[key])
+
+
+def content_fingerprint(splits) -> str:
+    """SHA-256 (hex) of the data of ``splits`` (``{name: dataset}``): every
+    stored tensor of each underlying in-memory dataset (values, dtypes,
+    shapes, slices; each storage once) and the graphs each split takes from
+    it. Equal for equal data however it was read or processed; any other
+    graph, label or split gives another."""
+    import hashlib
+    h = hashlib.sha256()
+    seen = {}
+    for name in sorted(splits):
+        dataset = splits[name]
+        base = dataset._data if isinstance(dataset, InMemoryDataset) else None
+        key = id(base) if base is not None else id(dataset)
+        if key not in seen:
+            seen[key] = len(seen)
+            h.update(f'storage {seen[key]}|'.encode())
+            _digest_graphs(h, dataset)
+        h.update(f'split {name} of storage {seen[key]}|'.encode())
+        if isinstance(dataset, InMemoryDataset):
+            _digest_tensor(h, 'graphs', graph_indices(dataset))
+    return h.hexdigest()

@@ -27,13 +27,15 @@ processes (``posenc.num_workers``).
 """
 import sys
 from contextlib import contextmanager
-from typing import Dict, Optional
+from typing import Dict, List, Optional
 
 import torch
 from torch_geometric.data import InMemoryDataset
 from torch_geometric.utils import cumsum
 
+from graphgps_ext.config import sizes
 from graphgps_ext.config.posenc import wanted_encodings
+from graphgps_ext.config.sizes import Need, product
 from graphgps_ext.transform.cache import EncodingCache, cache_key
 from graphgps_ext.transform.dense import Entry, GraphStore
 from graphgps_ext.transform.dense_pass import DENSE_KINDS, compute_dense
@@ -148,6 +150,41 @@ def _attach(dataset: InMemoryDataset, entry: Entry):
     dataset._data_list = None
 
 
+#: The config keys that size each kind's values.
+_KEYS = {'lappe': 'posenc_LapPE.eigen.max_freqs',
+         'eslappe': 'posenc_EquivStableLapPE.eigen.max_freqs',
+         'rwse': 'posenc_RWSE.kernel', 'pair_rwse': 'pairenc.steps',
+         'pair_spd': 'pairenc.steps'}
+
+
+def encoding_needs(wanted: Dict[str, dict], store: GraphStore) -> List[Need]:
+    r"""The memory of the values of each kind of ``wanted``: :math:`N`
+    nodes x the values per node (``rwse``: its walk lengths; ``lappe``:
+    vectors and values), 4 bytes each; for pair kinds at least one pair per
+    node (the diagonal is always kept) x 2 indices of 8 bytes and the values
+    per pair."""
+    nodes = store.num_nodes
+    out = []
+    for kind, params in wanted.items():
+        if kind in ('lappe', 'eslappe', 'rwse'):
+            width = (len(params['times']) if kind == 'rwse'
+                     else params['k'] * (2 if kind == 'lappe' else 1))
+            size, how = product(nodes, width, 4), (
+                f'{nodes:,} nodes x {width:,} values x 4 bytes')
+            keys = (f'{_KEYS[kind]} ({width:,} values per node)'
+                    if kind == 'rwse' else f'{_KEYS[kind]} {params["k"]}',)
+        elif kind in ('pair_rwse', 'pair_spd'):
+            width = params['steps'] if kind == 'pair_rwse' else 1
+            size = product(nodes, 16 + 4 * width)
+            how = f'at least {nodes:,} node pairs x (16 + {width:,} x 4) bytes'
+            keys = (f"pairenc.steps {params['steps']}",)
+        else:
+            continue
+        out.append(Need(f'the {kind} encodings of this dataset', size, keys, how,
+                        f'Lower {_KEYS[kind]}'))
+    return out
+
+
 def precompute_encodings(dataset, cfg, cache_dir: Optional[str] = None):
     r"""Attach the encodings that ``cfg`` asks for to every graph of ``dataset``.
 
@@ -184,6 +221,7 @@ def precompute_encodings(dataset, cfg, cache_dir: Optional[str] = None):
         else:
             entries[kind] = entry
     if missing:
+        sizes.check(encoding_needs({k: p for k, (p, _) in missing.items()}, store))
         with thread_limit(opts.blas_threads):
             new = _run_with_bar({k: p for k, (p, _) in missing.items()}, store,
                                 opts.num_workers, show)
