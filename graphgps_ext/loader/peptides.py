@@ -100,11 +100,11 @@ def read_table(folder: str, name: str) -> 'pd.DataFrame':
     if missing:
         raise _bad_table(name, path, f"has no column {', '.join(missing)}")
     for column in df.columns:
-        if df[column].dtype == object:
+        if not pd.api.types.is_numeric_dtype(df[column]):
             longest = int(df[column].astype(str).str.len().max() or 0)
             if longest > MAX_CELL:
                 raise _bad_table(name, path, f"has a '{column}' cell of {longest:,} "
-                                       f'characters (at most {MAX_CELL:,})')
+                                             f'characters (at most {MAX_CELL:,})')
     return df
 
 
@@ -119,12 +119,12 @@ def _label_row(text, name: str, path: str, row: int) -> np.ndarray:
         values = np.array([float(v) for v in parts[1:-1].replace(',', ' ').split()],
                           dtype=np.float32)
     except ValueError:
-        raise _bad_table(name, path, f'in row {row}: the labels {parts[:40]!r} are not '
-                               'numbers') from None
+        raise _bad_table(name, path, f'in row {row}: the labels {parts[:40]!r} '
+                                     'are not numbers') from None
     if values.size != FUNC_LABELS or not np.isin(values, (0.0, 1.0)).all():
-        raise _bad_table(name, path, f'in row {row}: the labels {parts[:40]!r} are not '
-                               f'{FUNC_LABELS} values of 0 or 1 (binary labels '
-                               'for the bce loss)')
+        raise _bad_table(name, path, f'in row {row}: the labels {parts[:40]!r} '
+                                     f'are not {FUNC_LABELS} values of 0 or 1 '
+                                     '(binary labels for the bce loss)')
     return values
 
 
@@ -141,8 +141,8 @@ def labels_of(df: 'pd.DataFrame', name: str, path: str = '') -> Tensor:
     if bool(bad.any()):
         r, c = (int(i) for i in bad.nonzero()[0])
         raise _bad_table(name, path, f'in row {int(df.index[r])}: the target '
-                               f'{STRUCT_TARGETS[c]} is {float(y[r, c])} (every '
-                               'target must be a finite number)')
+                                     f'{STRUCT_TARGETS[c]} is {float(y[r, c])} '
+                                     '(every target must be a finite number)')
     return y
 
 
