@@ -14,7 +14,8 @@ names the keys, the estimate and the budget:
 =====================================  ============================================  ==========================
 need                                   product                                       checked in
 =====================================  ============================================  ==========================
-generated TreeNeighbourMatch graphs    graphs x (nodes x 17 + edges x 16) bytes      the synthetic reader
+generated TreeNeighbourMatch graphs    graphs x (nodes x 17 + edges x 16 + 8)        the synthetic reader
+                                       bytes, x 3 while PyG saves them
 model parameters, training             parameters x 16 bytes (weights, gradients,    config load (per branch),
                                        Adam's two moments), counted on a model       ``build_model`` (whole
                                        built on the ``meta`` device                  model, also ``--dry-run``)

@@ -43,7 +43,7 @@ def test_check_names_the_keys_the_estimate_and_the_budget():
 def test_tree_neighbour_match_memory_is_a_product():
     assert num_graphs(2) == 96 and num_graphs(7) == 512_000 and num_graphs(8) == 640_000
     small = memory_need(2, 'mlpmixer', 0, generating=False)
-    assert small.nbytes == 96 * (17 * 7 + 16 * 6 + 16 * 4 + 8)
+    assert small.nbytes == 96 * (17 * 7 + 16 * 6 + 8)
     assert memory_need(2).nbytes == 3 * small.nbytes  # PyG saves through copies
     deep = memory_need(8)
     assert deep.nbytes > 30 * GB and 'dataset.tree_depth 8' in deep.keys

@@ -1,7 +1,13 @@
-"""Random stratified splits and subsets."""
+"""Random stratified splits and subsets; split files and fractions checked."""
+import math
+
+import numpy as np
+import pytest
 import torch
 
-from graphgps_ext.loader.splits import contiguous, limit, stratified_split
+from graphgps_ext.loader.errors import DataCorruptError, DataError
+from graphgps_ext.loader.splits import (checked_indices, contiguous, limit,
+                                        stratified_split)
 
 
 def test_stratified_split():
@@ -30,11 +36,6 @@ def test_limit_and_contiguous():
 
 
 def test_split_fractions_are_refused_not_rescaled():
-    import math
-
-    import pytest
-
-    from graphgps_ext.loader.errors import DataError
     y = torch.tensor([0] * 60 + [1] * 40)
     for bad in ([0.8, 0.8, 0.8], [0.8, 0.0, 0.2], [0.9, 0.1, 0.0],
                 [0.8, math.nan, 0.2], [0.8, 0.1], [0.5, 0.3, 0.1]):
@@ -47,11 +48,6 @@ def test_split_fractions_are_refused_not_rescaled():
 
 
 def test_split_files_are_checked():
-    import numpy as np
-    import pytest
-
-    from graphgps_ext.loader.errors import DataCorruptError
-    from graphgps_ext.loader.splits import checked_indices
     good = {'train': np.arange(5), 'valid': torch.arange(5, 7), 'test-dev': [7, 8]}
     got = checked_indices(good, 'split_dict.pt', 'X', 9, names=('train', 'valid'))
     assert got['valid'].dtype == torch.long and got['test-dev'].tolist() == [7, 8]

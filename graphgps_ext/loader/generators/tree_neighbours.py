@@ -97,19 +97,17 @@ def num_graphs(depth: int, variant: str = 'mlpmixer', max_graphs: int = 0) -> in
 def memory_need(depth: int, variant: str = 'mlpmixer', max_graphs: int = 0,
                 generating: bool = True) -> Need:
     r"""The memory of the dataset: per graph ``x`` (:math:`16n` bytes),
-    ``root_mask`` (:math:`n`), ``edge_index`` (:math:`16E`), the
-    permutation rows it is drawn from (:math:`16 \cdot 2^r`) and ``y``;
+    ``root_mask`` (:math:`n`), ``edge_index`` (:math:`16E`) and ``y``;
     ``generating``: three times that (PyG saves the graphs through two
-    in-memory copies)."""
+    in-memory copies, more than the drawing takes)."""
     n = 2 ** (depth + 1) - 1
     edges = n - 1 + (n if VARIANTS[variant][2] else 0)
     graphs = num_graphs(depth, variant, max_graphs)
     copies = 3 if generating else 1
-    per_graph = 17 * n + 16 * edges + 16 * 2 ** depth + 8
-    how = (f'{graphs:,} graphs x ({n:,} nodes x 17 + {edges:,} edges x 16 + '
-           f'{2 ** depth:,} leaves x 16) bytes'
+    how = (f'{graphs:,} graphs x ({n:,} nodes x 17 + {edges:,} edges x 16 + 8) bytes'
            + (', x 3 while PyG saves them' if generating else ''))
-    return Need('the TreeNeighbourMatch graphs', product(copies, graphs, per_graph),
+    return Need('the TreeNeighbourMatch graphs',
+                product(copies, graphs, 17 * n + 16 * edges + 8),
                 (f'dataset.tree_depth {depth}', f'dataset.max_graphs {max_graphs}'),
                 how, 'Lower dataset.tree_depth, or set dataset.max_graphs to '
                      'generate fewer graphs')
