@@ -376,11 +376,9 @@ class ProcessedCache:
         """Before a file is read during the build: a processed file's
         SHA-1 is recorded, and must equal its stamp's when committed
         (:class:`CacheChanged`)."""
-        if osp.dirname(osp.abspath(path)) != osp.abspath(self.dir):
+        if not self._inside(path) or not osp.isfile(path):
             return
         name = osp.basename(path)
-        if not osp.isfile(path):
-            return
         digest = sha1_of(path)
         self._read[name] = digest
         expected = self._committed.get(name, {}).get('sha1')
@@ -466,4 +464,5 @@ class ProcessedCache:
         return out
 
     def _inside(self, path: str) -> bool:
+        """Whether ``path`` is a file of the processed folder."""
         return bool(path) and osp.dirname(osp.abspath(path)) == osp.abspath(self.dir)

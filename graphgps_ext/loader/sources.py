@@ -191,12 +191,14 @@ def _tu_lines(path: str) -> int:
 
 
 def check_tu_files(raw: str, name: str) -> Optional[str]:
-    """Why the TU files of ``name`` in ``raw`` do not describe graphs, else
-    ``None``: node ids (1-based, as the TU format numbers them) of
-    ``<name>_graph_indicator.txt`` graph ids from 1, sorted by graph; every
-    edge of ``<name>_A.txt`` two node ids in ``1..N`` of one graph; the label
-    and attribute files one line per node, edge or graph. (PyG's reader
-    would drop an edge to node 0 or mix graphs up without a word.)"""
+    """Why the TU text files of ``name`` in ``raw`` do not describe graphs,
+    else ``None``. The format numbers graphs and nodes from 1:
+    ``<name>_graph_indicator.txt`` gives each node's graph (ids from 1, never
+    decreasing: nodes are listed graph by graph); each line of
+    ``<name>_A.txt`` is an edge between two node ids in ``1..N`` of one
+    graph; a label or attribute file has one line per node, edge or graph.
+    (PyG's reader drops an edge to node 0, and mixes unsorted graphs up,
+    without a word.)"""
     def path(kind):
         return osp.join(raw, f'{name}_{kind}.txt')
     try:
