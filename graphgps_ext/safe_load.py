@@ -821,10 +821,11 @@ def _read_zip(reader: _Reader, budget: Budget) -> Any:
     if len(pickles) != 1:
         raise _corrupt('a zip archive that is not a torch file (no single data.pkl)')
     prefix = pickles[0][:-len('data.pkl')]
-    order = prefix + 'byteorder'
-    if order in names and archive.read(order).strip() not in (b'little', b''):
-        raise _corrupt('a torch file saved on a big-endian machine')
     infos = {i.filename: i for i in archive.infolist()}
+    order = infos.get(prefix + 'byteorder')
+    if order is not None and (order.file_size > 16 or archive.read(order).strip()
+                              not in (b'little', b'')):
+        raise _corrupt('a torch file saved on a big-endian machine')
     declared = sum(i.file_size for n, i in infos.items()
                    if n.startswith(prefix + 'data/') or n == pickles[0])
     if declared > budget.limit:
@@ -981,8 +982,8 @@ def _own_size(item) -> Optional[int]:
         return len(item)
     if isinstance(item, range):
         return 8 * len(item)
-    if isinstance(item, _Storage):
-        return item.nbytes
+    if isinstance(item, _Storage):  # only tensors hand their storage out
+        raise _corrupt('a bare tensor storage outside any tensor (not read)')
     return 8
 
 

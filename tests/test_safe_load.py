@@ -299,6 +299,8 @@ def test_damage_is_named_as_damage():
         _load(zipped[:len(zipped) // 2])
     with pytest.raises(CorruptPickleError, match='empty'):
         _load(b'')
+    with pytest.raises(CorruptPickleError, match='bare tensor storage'):
+        _load(_torch_bytes(torch.ones(2).untyped_storage()))
 
 
 def test_a_path_names_itself(tmp_path):
