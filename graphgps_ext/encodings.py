@@ -91,6 +91,10 @@ def _rwse_times_rule(cfg):
     if not times or min(times) < 1:
         return (f'posenc_RWSE.kernel gives the walk lengths {times}: they must be '
                 "non-empty and >= 1, e.g. times_func 'range(1, 21)'")
+    if len(times) > RWSE_MAX_STEPS or max(times) > RWSE_MAX_STEPS:
+        return (f'posenc_RWSE.kernel gives {len(times):,} walk lengths up to '
+                f'{max(times):,}: at most {RWSE_MAX_STEPS:,} of them, each at most '
+                f"{RWSE_MAX_STEPS:,} steps, e.g. times_func 'range(1, 21)'")
     return None
 
 
@@ -148,6 +152,11 @@ class Encoding:
             ``rpe``: ``selected(cfg) -> bool``.
         rules: checks across its options, ``fn(cfg) -> message or None``
             (run when it is selected).
+        width: ``width(params) -> int``, the values it stores per node (per
+            node pair for an encoding stored per pair, ``rpe``), from what is
+            precomputed; ``None``: not estimated before it is computed.
+        size_key: the config key that sets ``width`` (named when the
+            encoding would not fit in memory).
     """
     name: str
     kind: str
@@ -162,6 +171,8 @@ class Encoding:
     rpe: Optional[str] = None
     selected: Optional[Callable[[Any], bool]] = None
     rules: Tuple[Callable, ...] = ()
+    width: Optional[Callable[[Dict[str, Any]], int]] = None
+    size_key: str = ''
 
     def __post_init__(self):
         if (self.encoder is None) == (self.rpe is None and self.selected is None):
@@ -235,7 +246,8 @@ ENCODINGS: List[Encoding] = [
             Option('eigen.skip_trivial', False, 'Drop the first (trivial, eigenvalue 0) '
                    'eigenpair (GT).', arg=None, param='skip_trivial'),
         ),
-        rules=(_lappe_heads_rule, )),
+        rules=(_lappe_heads_rule, ),
+        width=lambda p: 2 * p['k'], size_key='posenc_LapPE.eigen.max_freqs'),
     Encoding(
         'EquivStableLapPE', 'eslappe', 'graphgps_ext.transform.lappe:eslappe_nodes',
         help='eigenvectors for the GatedGCN/GINE gate (PEG; GraphGPS EquivStableLapPE)',
@@ -253,7 +265,8 @@ ENCODINGS: List[Encoding] = [
                    'graphs with fewer).', min=1, max=10_000, param='k'),
             Option('eigen.skip_trivial', False, 'Drop the first (trivial, eigenvalue 0) '
                    'eigenpair.', arg=None, param='skip_trivial'),
-        )),
+        ),
+        width=lambda p: p['k'], size_key='posenc_EquivStableLapPE.eigen.max_freqs'),
     Encoding(
         'RWSE', 'rwse', 'graphgps_ext.transform.rwse:rwse_nodes',
         help='random-walk return probabilities (GraphGPS RWSE)',
@@ -271,15 +284,18 @@ ENCODINGS: List[Encoding] = [
                    "'range(a, b)' string.", arg=None, needs={'kernel.times': []},
                    because='an explicit list of walk lengths wins'),
         ),
-        rules=(_rwse_times_rule, )),
+        rules=(_rwse_times_rule, ),
+        width=lambda p: len(p['times']), size_key='posenc_RWSE.kernel'),
     Encoding(
         'EdgeRWSE', 'pair_rwse', 'graphgps_ext.transform.edge_rwse:pair_rwse_pairs',
         help="random-walk probabilities of node pairs (CSA's Edge-RWSE), stored",
-        rpe='rwse', params=lambda cfg: {'steps': int(cfg.pairenc.steps)}),
+        rpe='rwse', params=lambda cfg: {'steps': int(cfg.pairenc.steps)},
+        width=lambda p: p['steps'], size_key='pairenc.steps'),
     Encoding(
         'SPD', 'pair_spd', 'graphgps_ext.transform.spd:pair_spd_pairs',
         help="shortest-path distances of node pairs (CSA's SPDE), stored",
-        rpe='spd', params=lambda cfg: {'steps': int(cfg.pairenc.steps)}),
+        rpe='spd', params=lambda cfg: {'steps': int(cfg.pairenc.steps)},
+        width=lambda p: 1, size_key='pairenc.steps'),
     Encoding(
         'Rings', 'rings', 'graphgps_ext.transform.rings:rings_entry', dense=False,
         help="node pairs on a common chordless cycle (CSA §3.4)",

@@ -66,7 +66,7 @@ import torch
 import torch_geometric.graphgym.register as gg
 
 from graphgps_ext import dist
-from graphgps_ext.config import ConfigError
+from graphgps_ext.config import ConfigError, sizes
 from graphgps_ext.files import remove_temp_files, write_guard
 from graphgps_ext.identity import (DATA_KEY, MISSING, data_record, fingerprint,
                                    format_changes, identity, resume_changes,
@@ -96,6 +96,12 @@ def load_dataset(cfg):
     return fn(cfg)
 
 
+def data_fingerprint(bundle) -> str:
+    """:func:`graphgps_ext.loader.data_fingerprint` (imported on use)."""
+    from graphgps_ext.loader import data_fingerprint as fn
+    return fn(bundle)
+
+
 def make_loaders(cfg, bundle, rank: int = 0, world_size: int = 1,
                  device=None, capacities=None):
     """:func:`graphgps_ext.loader.make_loaders` (imported on use)."""
@@ -108,23 +114,25 @@ def run_dir_of(cfg) -> str:
     return RunDir.of(cfg.out_dir, cfg.run_name, cfg.seed).path
 
 
-def data_fingerprint(bundle) -> str:
-    """The content fingerprint of the data a run reads: the loader's
-    (``bundle.info['fingerprint']``, taken before the encodings), else
-    computed from the bundle's splits and split indices
-    (:func:`graphgps_ext.loader.fingerprint.content_fingerprint`)."""
-    info = getattr(bundle, 'info', None) or {}
-    if isinstance(info.get('fingerprint'), str):
-        return info['fingerprint']
-    from graphgps_ext.loader.fingerprint import content_fingerprint
-    return content_fingerprint(bundle.splits, getattr(bundle, 'split_indices', None))
-
-
 def build_model(cfg, task) -> torch.nn.Module:
+    """The model of ``cfg`` for ``task``, once its training memory (counted
+    on the same model built on the ``meta`` device, which allocates
+    nothing) fits the accelerator's (:func:`graphgps_ext.config.sizes.check`,
+    else :class:`~graphgps_ext.config.ConfigError`)."""
     if cfg.model.type not in gg.network_dict:
         raise ConfigError(f"unknown model.type '{cfg.model.type}'; registered: "
                           + ', '.join(sorted(gg.network_dict)))
-    return gg.network_dict[cfg.model.type](cfg, task)
+    network = gg.network_dict[cfg.model.type]
+    params = None
+    with torch.random.fork_rng(devices=[]):
+        try:
+            with torch.device('meta'):
+                params = sum(p.numel() for p in network(cfg, task).parameters())
+        except (NotImplementedError, RuntimeError):  # an op meta tensors lack
+            params = None
+    if params is not None:
+        sizes.check([sizes.model_need(params, cfg)], str(cfg.accelerator))
+    return network(cfg, task)
 
 
 def resume_command(cfg_file: Optional[str], opts: Sequence[str], seed: int,

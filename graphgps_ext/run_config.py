@@ -30,7 +30,7 @@ from graphgps_ext.branches import (HeadsError, catalogue as branch_catalogue,
 from graphgps_ext.compat import merge_config_file
 from graphgps_ext.config import (COMMAND_LINE, ConfigError, closest,
                                  config_warnings, did_you_mean, get_key,
-                                 merge_list, validate)
+                                 merge_list, sizes, validate)
 from graphgps_ext.config.posenc import node_encoder_parts, pe_names
 from graphgps_ext.head import GRAPHGYM_HEADS
 from graphgps_ext.loader.sources import check_dataset, spec_of
@@ -277,10 +277,12 @@ def _check_dataset(cfg: CfgNode):
 
 def _check_branches(cfg: CfgNode):
     """The branches of ``gt.layer_type``: names this project can build, and
-    each built once (a few milliseconds, on a forked RNG) so that its own
-    argument checks fail at start. A constructor's :class:`HeadsError` is
-    reported under the key the branch catalogue names (``gt.n_heads``,
-    ``gea.n_heads``)."""
+    each built once on the ``meta`` device (no memory, a forked RNG) so that
+    its own argument checks fail at start, and its parameters times
+    ``gt.layers`` fit the accelerator's memory in training
+    (:func:`graphgps_ext.config.sizes.model_need`). A constructor's
+    :class:`HeadsError` is reported under the key the branch catalogue names
+    (``gt.n_heads``, ``gea.n_heads``)."""
     branches = _buildable(gg.layer_dict)
     try:
         layer_type = parse_layer_type(cfg.gt.layer_type)
@@ -292,10 +294,12 @@ def _check_branches(cfg: CfgNode):
                 f"unknown {kind} branch '{name}' in gt.layer_type "
                 f"'{cfg.gt.layer_type}'" + (did_you_mean(name, branches) or '.')
                 + f" Valid: {', '.join(branches)} or None")
-    with torch.random.fork_rng(devices=[]):
+    params = 0
+    with torch.random.fork_rng(devices=[]), torch.device('meta'):
         for name in layer_type.present:
             try:
-                gg.layer_dict[name].from_cfg(cfg, int(cfg.gt.dim_hidden))
+                branch = gg.layer_dict[name].from_cfg(cfg, int(cfg.gt.dim_hidden))
+                params += sum(p.numel() for p in branch.parameters())
             except HeadsError as err:
                 declared = branch_catalogue().get(name)
                 key = declared.heads_key if declared is not None else None
@@ -306,9 +310,14 @@ def _check_branches(cfg: CfgNode):
                     f'{key} {err.heads} does not divide gt.dim_hidden {err.dim}: '
                     f'the {name} branch splits the width into {key} heads; use '
                     f'{key} in {divisors(err.dim)} or change gt.dim_hidden') from None
+            except NotImplementedError:  # an op meta tensors lack: no count
+                continue
             except (ValueError, RuntimeError) as err:
                 raise ConfigError(f"gt.layer_type: the {name} branch cannot be "
                                   f'built from this config: {err}') from None
+    sizes.check([sizes.model_need(params * int(cfg.gt.layers), cfg,
+                                  f'the branches of {cfg.gt.layers} layers')],
+                str(cfg.accelerator))
 
 
 # Losses and metrics that fit the predictions and targets of a task type

@@ -7,7 +7,8 @@ from its own part and the parts below it:
 ``foundation``
     key declarations and checks (``config/``), the catalogues of branches
     and encodings with their options, task descriptions, metrics, atomic
-    file writes: plain facts every other part reads.
+    file writes, the reader of pickled files: plain facts every other part
+    reads.
 ``library``
     the model library (layers, encoders, heads, the network, structural
     encodings), usable from plain PyG; its ``from_cfg`` class methods are the
@@ -36,7 +37,7 @@ PACKAGE_DIR = os.path.dirname(graphgps_ext.__file__)
 #: part -> its units, lowest part first.
 PARTS = {
     'foundation': ('graphgps_ext', 'config', 'options', 'branches', 'encodings',
-                   'files', 'metrics', 'task'),
+                   'files', 'metrics', 'safe_load', 'task'),
     'library': ('layer', 'encoder', 'head', 'network', 'transform'),
     'experiment': ('register', 'run_config', 'compat', 'loader', 'train',
                    'run', 'run_dir', 'dist', 'logger', 'identity', 'seed_folder',

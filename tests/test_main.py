@@ -4,7 +4,8 @@ in-process where only its answer matters) on generated TreeNeighbourMatch
 uninterrupted, aggregation with an unfinished seed, W&B offline and
 TensorBoard files, config errors; faults: kill -9 + resume ==
 uninterrupted, a seed in use, a failed start, a stale seed, a crafted
-checkpoint, an unwritable results folder, bad command lines."""
+checkpoint, an unwritable results folder, bad command lines, bad data and
+sizes beyond the machine."""
 import glob
 import json
 import os
@@ -192,6 +193,31 @@ def test_config_errors_exit_2_without_traceback(work, in_process, capsys, monkey
                        'dataset.dir', str(work / 'datasets'), 'out_dir', 'bad']) == 2
     assert "did you mean 'Transformer'" in capsys.readouterr().err
     assert not (work / 'bad').exists()  # failed before any output
+
+
+def test_bad_data_exits_5_and_oversized_configs_2(in_process, capsys, monkeypatch,
+                                                  tmp_path):
+    """Each refused at start with its documented exit code, the file or the
+    keys named, no traceback and no results."""
+    from graphgps_ext.config import sizes
+
+    from data_sources import copy_data
+    data = copy_data(tmp_path / 'data', 'TUDataset')
+    edges = os.path.join(data, 'TUDataset', 'NCI1', 'raw', 'NCI1_A.txt')
+    with open(edges, 'a') as f:
+        f.write('7, 0\n')
+    nci1 = os.path.join(ROOT, 'configs', 'gin', 'nci1.yaml')
+    out = tmp_path / 'results'
+    assert in_process(['--cfg', nci1, 'dataset.dir', data, 'out_dir', str(out)]) == 5
+    err = capsys.readouterr().err
+    assert err.startswith("data error: Dataset 'NCI1' (PyG-TUDataset)") and 'Traceback' not in err
+    assert 'NCI1_A.txt line' in err and 'node id 0 (TU node ids run from 1' in err
+    monkeypatch.setattr(sizes, 'memory_budget', lambda device='cpu': 8 * 2 ** 30)
+    assert in_process(['--cfg', QUICKSTART, 'dataset.tree_depth', '8', 'dataset.max_graphs',
+                       '0', 'dataset.dir', str(tmp_path / 'gen'), 'out_dir', str(out)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith('config error: dataset.tree_depth 8, dataset.max_graphs 0')
+    assert not out.exists() and not (tmp_path / 'gen' / 'synthetic').exists()
 
 
 def test_cuda_asked_but_absent(work, in_process, capsys, monkeypatch):

@@ -44,7 +44,9 @@ The machinery, by concern (all re-exported here):
 group), :mod:`~graphgps_ext.config.groups` (the list of groups and their
 collected declarations), :mod:`~graphgps_ext.config.yaml_io` (reading YAML
 files and overrides, type coercion, merging) and
-:mod:`~graphgps_ext.config.validation` (running the declared checks).
+:mod:`~graphgps_ext.config.validation` (running the declared checks). Not
+re-exported: :mod:`~graphgps_ext.config.sizes`, the memory that keys ask for
+as a product, checked before it is allocated where it is allocated.
 """
 from graphgps_ext.config.keys import (COMMAND_LINE, ConfigError, all_keys,
                                       closest, did_you_mean, flatten, get_key,

@@ -8,6 +8,9 @@ random splits, used where a dataset has no standard split). The task keys
 below default to ``'auto'`` = derived from the dataset
 (:mod:`graphgps_ext.task` documents the convention).
 """
+import math
+from typing import Optional
+
 from graphgps_ext.config.rules import (at_most, bounded, choices, ignored, non_negative,
                                        rule, unused)
 from graphgps_ext.metrics import METRICS
@@ -68,12 +71,33 @@ def dataset_cfg(cfg):
     ds.code2_max_nodes = 1000
 
 
-def _split(cfg):
-    split = list(cfg.dataset.split)
-    if len(split) != 3 or any(r < 0 for r in split) or not split[0] > 0:
-        return (f'dataset.split must be three fractions (train, val, test), '
-                f'train > 0 and none negative, e.g. [0.8, 0.1, 0.1]; got {split}')
+#: How far from 1 the fractions of ``dataset.split`` may sum.
+SPLIT_TOLERANCE = 1e-6
+
+
+def split_problem(split) -> Optional[str]:
+    """Why ``split`` is not three fractions (train, val, test), each in
+    (0, 1), summing to 1 (within :data:`SPLIT_TOLERANCE`), else ``None``:
+    every split gets graphs, and no fraction is silently renormalised."""
+    parts = list(split) if isinstance(split, (list, tuple)) else [split]
+    example = 'e.g. [0.8, 0.1, 0.1]'
+    if len(parts) != 3 or any(isinstance(r, bool) or not isinstance(r, (int, float))
+                              or not math.isfinite(r) for r in parts):
+        return (f'dataset.split must be three finite fractions (train, val, test), '
+                f'{example}; got {parts}')
+    if any(not 0 < r < 1 for r in parts):
+        which = [name for name, r in zip(('train', 'val', 'test'), parts) if not 0 < r < 1]
+        return (f'dataset.split {parts}: every fraction must be in (0, 1), so that '
+                f"each split gets graphs ({', '.join(which)} is not); {example}")
+    total = math.fsum(parts)
+    if abs(total - 1) > SPLIT_TOLERANCE:
+        return (f'dataset.split {parts} sums to {total:g}, not 1: give the fractions '
+                f'of train, val and test (they are not rescaled), {example}')
     return None
+
+
+def _split(cfg):
+    return split_problem(cfg.dataset.split)
 
 
 def _tree(cfg) -> bool:

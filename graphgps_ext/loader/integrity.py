@@ -9,21 +9,29 @@ construction of such a class (:meth:`ProcessedCache.load`):
 1. under a lock (``processed/.lock``: concurrent runs on one dataset folder
    process it once), it compares a *fingerprint* of the raw files (SHA-1 of
    their content) with the one stamped in ``processed/integrity.json``. A
-   file whose size and mtime equal the stamp's is taken as unchanged;
+   raw file whose size and mtime equal the stamp's is taken as unchanged;
    otherwise its SHA-1 is computed (once per process), so a restored or
    copied file with a new mtime but the same content keeps the cache.
    Processed files built from other raw files, or written without a stamp
    (an interrupted run), are removed, with a warning;
-2. before the dataset class reads the raw files, each pickle or torch file
-   among them is checked to hold plain data only
-   (:mod:`graphgps_ext.loader.safe_pickle`: a crafted pickle could run code);
-   it builds the dataset (PyG processes what is missing) and checks what it
-   got (:func:`check_storage`: every stored attribute covers the same graphs,
+2. it builds the dataset (PyG processes what is missing) inside
+   :func:`~graphgps_ext.loader.safe_pickle.guarded`: every file the class
+   reads -- raw pickles and torch files, processed files -- goes through the
+   one reader of :mod:`graphgps_ext.safe_load` (plain data only, sizes
+   bounded), and every *processed* file is hashed (SHA-1 of its content,
+   never trusted on size and mtime) before it is read: a file whose hash
+   differs from the stamp's was changed after it was written and is rebuilt,
+   with a warning. Loading is safe whatever the stamp says (a rewritten
+   ``integrity.json`` can make a replaced file pass the hash, never run
+   code); a processed file that the reader refuses, or that cannot be read,
+   is rebuilt once, with a warning. Raw files are looked at first
+   (:func:`~graphgps_ext.loader.safe_pickle.check_files`: empty, a gzip or
+   zip expanding past its bound) and the class's output is checked
+   (:func:`check_storage`: every stored attribute covers the same graphs,
    slices are consistent, edges point to nodes of their own graph);
 3. only then it writes the stamp (atomically) with the SHA-1 of every
-   processed file: they are *committed*. A committed file whose content
-   changed since (same test: size and mtime, then SHA-1) is removed and
-   rebuilt; a cache that cannot be read is rebuilt once, with a warning.
+   processed file (the hash of what was read, for the files read): they are
+   *committed*.
 
 Raw files that cannot be processed, or whose data fail the checks, raise
 :class:`~graphgps_ext.loader.errors.DataCorruptError`: one paragraph naming
@@ -48,22 +56,27 @@ from torch_geometric.data import InMemoryDataset
 from graphgps_ext.files import ResultsWriteError, write_text
 from graphgps_ext.loader.errors import DataCorruptError, DataError
 from graphgps_ext.loader.offline import require_files
-from graphgps_ext.loader.safe_pickle import check_files
+from graphgps_ext.loader.safe_pickle import (OversizeDataError,
+                                             UnsafeDataError, check_files,
+                                             guarded)
 
 STAMP = 'integrity.json'
 LOCK = '.lock'
 STAMP_VERSION = 1
 log = logging.getLogger(__name__)
 
-# (path, size, mtime_ns) -> SHA-1 of the content, for this process.
+# (path, device, inode, size, mtime_ns, ctime_ns) -> SHA-1 of the content,
+# for this process (ctime cannot be set back by a user: a rewritten file
+# with its old size and mtime is hashed again).
 _SHA1: Dict[tuple, str] = {}
 
 
 def sha1_of(path: str) -> str:
-    """SHA-1 of the file's content (memoised per process on path, size and
-    mtime)."""
+    """SHA-1 of the file's content (memoised per process on the file's
+    identity, size, mtime and ctime)."""
     st = os.stat(path)
-    key = (osp.abspath(path), st.st_size, st.st_mtime_ns)
+    key = (osp.abspath(path), st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns,
+           st.st_ctime_ns)
     if key not in _SHA1:
         h = hashlib.sha1()
         with open(path, 'rb') as f:
@@ -84,6 +97,15 @@ def file_state(paths: Dict[str, str], known: Dict[str, dict]) -> Dict[str, dict]
         state[name] = dict(size=st.st_size, mtime_ns=st.st_mtime_ns,
                            sha1=old['sha1'] if same and 'sha1' in old else sha1_of(path))
     return state
+
+
+class CacheChanged(Exception):
+    """A committed processed file whose content no longer has its stamped
+    SHA-1 (rebuilt)."""
+
+    def __init__(self, name: str):
+        super().__init__(f'processed file(s) {name} changed since they were written')
+        self.name = name
 
 
 class StorageError(ValueError):
@@ -168,6 +190,8 @@ class RawFiles:
         how: how to unpack them there.
         roles: stored attribute -> the raw file it comes from (named when
             the checks fail on that attribute).
+        validate: ``validate() -> problem or None``: the format's own checks
+            of the raw files, run before they are processed.
     """
     dataset: str
     required: List[str]
@@ -176,6 +200,7 @@ class RawFiles:
     how: str = ''
     inputs: List[str] = field(default_factory=list)
     roles: Dict[str, str] = field(default_factory=dict)
+    validate: Optional[Callable[[], Optional[str]]] = None
 
     def require(self, cfg=None):
         """:func:`~graphgps_ext.loader.offline.require_files` on the
@@ -242,7 +267,8 @@ class ProcessedCache:
     def __init__(self, raw: RawFiles, processed_dir: str):
         self.raw, self.dir = raw, processed_dir
         self._state: Optional[Dict[str, dict]] = None
-        self._committed: Dict[str, dict] = {}  # processed files known good
+        self._committed: Dict[str, dict] = {}  # stamped processed files
+        self._read: Dict[str, str] = {}  # processed file -> SHA-1 as read
 
     # ---- raw fingerprint --------------------------------------------------
     def _rel(self, path: str) -> str:
@@ -282,8 +308,16 @@ class ProcessedCache:
                 and osp.isfile(osp.join(self.dir, f))}
 
     def _write_stamp(self, state: Dict[str, dict], known: Dict[str, dict]):
+        files = {}
+        for name, path in self._listing().items():
+            if name in self._read:  # the hash of what was read
+                st = os.stat(path)
+                files[name] = dict(size=st.st_size, mtime_ns=st.st_mtime_ns,
+                                   sha1=self._read[name])
+            else:
+                files.update(file_state({name: path}, known))
         stamp = dict(version=STAMP_VERSION, dataset=self.raw.dataset, raw=state,
-                     files=file_state(self._listing(), known))
+                     files=files)
         path = osp.join(self.dir, STAMP)
         try:
             write_text(path, json.dumps(stamp, indent=1, sort_keys=True))
@@ -307,12 +341,13 @@ class ProcessedCache:
                     os.remove(path)
 
     def _prepare(self) -> bool:
-        """Remove what is not a committed, unchanged processed file of these
-        raw files; returns whether committed files remain."""
+        """Remove what is not a committed processed file of these raw files;
+        returns whether committed files remain (their content is checked
+        when they are read, :meth:`_verify`)."""
         stamp = self._read_stamp()
         state = self.raw_state(stamp)
         files = self._listing()
-        self._committed = {}
+        self._committed, self._read = {}, {}
         if stamp is None:
             if files:
                 log.warning('%s: %s holds processed files without a completion '
@@ -330,14 +365,25 @@ class ProcessedCache:
             self._clear()
             return False
         committed = stamp.get('files', {})
-        now = file_state({f: p for f, p in files.items() if f in committed}, committed)
-        changed = sorted(f for f, st in now.items() if st['sha1'] != committed[f].get('sha1'))
-        if changed:
-            log.warning('%s: processed file(s) %s changed since they were '
-                        'written; rebuilding them', self.raw.dataset, ', '.join(changed))
-        self._clear(changed + [f for f in files if f not in committed])
-        self._committed = {f: st for f, st in now.items() if f not in changed}
+        if not isinstance(committed, dict):
+            committed = {}
+        self._clear([f for f in files if f not in committed])
+        self._committed = {f: dict(committed[f]) for f in files if f in committed
+                           and isinstance(committed[f], dict)}
         return bool(self._committed)
+
+    def _verify(self, path: str):
+        """Before a file is read during the build: a processed file's
+        SHA-1 is recorded, and must equal its stamp's when committed
+        (:class:`CacheChanged`)."""
+        if not self._inside(path) or not osp.isfile(path):
+            return
+        name = osp.basename(path)
+        digest = sha1_of(path)
+        self._read[name] = digest
+        expected = self._committed.get(name, {}).get('sha1')
+        if expected is not None and expected != digest:
+            raise CacheChanged(name)
 
     # ---- writable -----------------------------------------------------------
     def _read_only(self, where: str) -> DataError:
@@ -367,15 +413,27 @@ class ProcessedCache:
             cached = self._prepare()
             while True:
                 if not cached:  # the dataset class reads its raw files now
-                    problem = check_files(self.raw.required, self.raw.dataset)
-                    if problem:  # found before the dataset class reads the others
+                    problem = check_files(self.raw.files(), self.raw.dataset) or (
+                        self.raw.validate() if self.raw.validate else None)
+                    if problem:  # found before the dataset class reads them
                         raise self.raw.corrupt(problem)
                     self._check_writable()
                 try:
-                    out = build()
+                    with guarded(self.raw.dataset, self._verify):
+                        out = build()
                     if check is not None:
                         check(out)
                     break
+                except CacheChanged as err:
+                    log.warning('%s: %s; rebuilding them', self.raw.dataset, err)
+                    self._clear()
+                    self._committed, self._read, cached = {}, {}, False
+                    continue
+                except (UnsafeDataError, OversizeDataError) as err:
+                    if not (cached and self._inside(err.path)):
+                        raise
+                    # A processed file the reader refuses: rebuilt, never read.
+                    problem = str(err)
                 except (DataError, ImportError, MemoryError, NameError,
                         NotImplementedError):  # not the data's fault
                     raise
@@ -391,15 +449,20 @@ class ProcessedCache:
                                         f'{err.strerror}. Free some space there') from None
                     problem = (str(err) if isinstance(err, StorageError)
                                else f'{type(err).__name__}: {err}')
-                    self._clear()
-                    if cached:  # the cache itself may be what is broken
-                        log.warning('%s: cannot use the processed data in %s (%s); '
-                                    'rebuilding it from the raw files',
-                                    self.raw.dataset, self.dir, problem)
-                        cached = False
-                        continue
-                    raise self.raw.corrupt(problem, err.attribute if isinstance(
-                        err, StorageError) else None) from None
+                    if not cached:
+                        self._clear()
+                        raise self.raw.corrupt(problem, err.attribute if isinstance(
+                            err, StorageError) else None) from None
+                # the cache itself may be what is broken
+                log.warning('%s: cannot use the processed data in %s (%s); '
+                            'rebuilding it from the raw files',
+                            self.raw.dataset, self.dir, problem)
+                self._clear()
+                self._committed, self._read, cached = {}, {}, False
             self._state = None  # a download may have added raw files
             self._write_stamp(self.raw_state(), self._committed)
         return out
+
+    def _inside(self, path: str) -> bool:
+        """Whether ``path`` is a file of the processed folder."""
+        return bool(path) and osp.dirname(osp.abspath(path)) == osp.abspath(self.dir)

@@ -13,6 +13,7 @@ from torch_geometric.data import Dataset
 from graphgps_ext.loader import splits as split_utils
 from graphgps_ext.loader import datasets
 from graphgps_ext.loader.fingerprint import content_fingerprint
+from graphgps_ext.loader.labels import check_labels
 from graphgps_ext.loader.sources import Source, check_dataset
 from graphgps_ext.task import TaskInfo, apply_overrides, build_task
 from graphgps_ext.transform import precompute
@@ -41,6 +42,20 @@ class DatasetBundle:
     task: TaskInfo
     split_indices: Optional[Dict[str, Tensor]] = None
     info: Dict[str, Any] = field(default_factory=dict)
+
+
+def data_fingerprint(bundle: 'DatasetBundle') -> str:
+    """The content fingerprint of the data a run reads: the loader's
+    (``bundle.info['fingerprint']``: the graphs and the dataset's own split
+    as read, before ``dataset.max_graphs``, a seed's random split and the
+    encodings), else computed from the bundle's splits and split indices
+    (:func:`graphgps_ext.loader.fingerprint.content_fingerprint`). Two runs
+    read the same data exactly when their fingerprints are equal, whatever
+    folder it came from."""
+    info = getattr(bundle, 'info', None) or {}
+    if isinstance(info.get('fingerprint'), str):
+        return info['fingerprint']
+    return content_fingerprint(bundle.splits, getattr(bundle, 'split_indices', None))
 
 
 def _limit(src: Source, max_graphs: int):
@@ -74,7 +89,8 @@ def load_dataset(cfg) -> DatasetBundle:
 
     Steps: read (or generate / download when missing and online) the data;
     apply ``dataset.max_graphs``; derive :class:`TaskInfo` and apply config
-    overrides; precompute encodings (:func:`graphgps_ext.transform.precompute.
+    overrides; check every split's labels against the loss
+    (:func:`graphgps_ext.loader.labels.check_labels`); precompute encodings (:func:`graphgps_ext.transform.precompute.
     precompute_encodings`, cached under the dataset's folder); split.
 
     Raises:
@@ -82,8 +98,10 @@ def load_dataset(cfg) -> DatasetBundle:
         graphgps_ext.loader.errors.DatasetNotFoundError: files missing and
             no network (within seconds).
         graphgps_ext.loader.errors.DataCorruptError: raw files that cannot
-            be processed or give inconsistent data (the processed files are
-            rebuilt at the next run).
+            be processed or give inconsistent data, labels the loss cannot
+            take (the processed files are rebuilt at the next run).
+        graphgps_ext.config.ConfigError: a configured loss that does not fit
+            the labels; generated data beyond the machine's memory.
     """
     start = time.perf_counter()
     fmt = cfg.dataset.format
@@ -102,6 +120,13 @@ def load_dataset(cfg) -> DatasetBundle:
                       num_outputs=src.num_outputs,
                       node_num_types=src.node_num_types, extra=src.extra)
     apply_overrides(task, cfg)
+    if 'all' in src.parts:
+        read = {k: src.parts['all'][src.indices[k]] for k in split_utils.SPLITS}
+    else:
+        read = dict(src.parts)
+    own_loss = datasets.spec(src.spec_key).get('loss')
+    check_labels(read, task, src.name or cfg.dataset.name, src.labels_from,
+                 chosen_loss=cfg.model.loss_fun not in ('auto', own_loss))
 
     _precompute(src, cfg)
     if 'all' in src.parts:

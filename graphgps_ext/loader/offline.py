@@ -11,10 +11,6 @@ probe decides what happens:
   environment variable ``GRAPHGPS_EXT_OFFLINE=1`` is set, or
   ``dataset.offline: True``: a :class:`DatasetNotFoundError` names the missing
   files, the download URL(s) and the exact folder to put them in.
-
-It also makes processed files written by older PyG/OGB code loadable under
-torch >= 2.6, whose ``torch.load`` defaults to ``weights_only=True``
-(:func:`allow_pyg_globals`).
 """
 import builtins
 import contextlib
@@ -25,8 +21,6 @@ import socket
 import threading
 from typing import List, Sequence
 from urllib.parse import urlparse
-
-import torch
 
 from graphgps_ext.loader.errors import DatasetNotFoundError
 
@@ -125,31 +119,3 @@ def no_prompt():
         yield
     finally:
         builtins.input = original
-
-
-_ALLOWED = False
-
-
-def allow_pyg_globals():
-    """Allow-list PyG's storage classes for ``torch.load(weights_only=True)``.
-
-    OGB and GraphGPS save ``(Data, slices)`` with plain ``torch.save``; under
-    torch >= 2.6 loading such files fails on
-    ``torch_geometric.data.data.DataEdgeAttr`` etc. These classes hold only
-    tensors and plain values, so allow-listing them is safe.
-    """
-    global _ALLOWED
-    if _ALLOWED:
-        return
-    from torch_geometric.data.data import DataEdgeAttr, DataTensorAttr
-    from torch_geometric.data.storage import (EdgeStorage, GlobalStorage,
-                                              NodeStorage)
-    torch.serialization.add_safe_globals(
-        [DataEdgeAttr, DataTensorAttr, GlobalStorage, NodeStorage, EdgeStorage])
-    _ALLOWED = True
-
-
-def torch_load_trusted(path: str):
-    """Load a file shipped with a dataset release (OGB ``split_dict.pt``
-    holds numpy arrays, which ``weights_only=True`` rejects)."""
-    return torch.load(path, map_location='cpu', weights_only=False)

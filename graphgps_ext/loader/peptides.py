@@ -16,10 +16,10 @@ of the csv), loads under torch >= 2.6, and can process only the first
 real split file but featurises a fraction of the 15,535 molecules (~60 s on
 2 cores for all of them).
 """
-import ast
 import hashlib
+import io
 import os.path as osp
-from typing import TYPE_CHECKING, Dict, List
+from typing import TYPE_CHECKING, Dict, List, Optional
 
 import numpy as np
 import torch
@@ -27,9 +27,9 @@ from torch import Tensor
 from torch_geometric.data import Data, InMemoryDataset
 
 from graphgps_ext.loader import splits as split_utils
-from graphgps_ext.loader.errors import DatasetNotFoundError
+from graphgps_ext.loader.errors import DataCorruptError, DatasetNotFoundError
 from graphgps_ext.loader.integrity import RawFiles
-from graphgps_ext.loader.safe_pickle import load_pickle
+from graphgps_ext.loader.safe_pickle import load_file, load_pickle, read_gzip
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -54,6 +54,11 @@ VARIANTS = {
         split_url='https://www.dropbox.com/s/9dfifzft1hqgow6/'
                   'splits_random_stratified_peptide_structure.pickle?dl=1'),
 }
+#: Peptides-func: binary labels per molecule.
+FUNC_LABELS = 10
+#: The longest text cell read from the csv (the release's longest SMILES
+#: has 1,043 characters).
+MAX_CELL = 20_000
 STRUCT_TARGETS = ['Inertia_mass_a', 'Inertia_mass_b', 'Inertia_mass_c',
                   'Inertia_valence_a', 'Inertia_valence_b', 'Inertia_valence_c',
                   'length_a', 'length_b', 'length_c', 'Spherocity',
@@ -65,26 +70,80 @@ def md5sum(path: str) -> str:
         return hashlib.md5(f.read()).hexdigest()
 
 
-def read_split(folder: str, name: str) -> Dict[str, Tensor]:
-    """The LRGB split pickle: ``{'train', 'val', 'test'}`` -> row indices."""
-    raw = load_pickle(osp.join(folder, VARIANTS[name]['split']), name)
-    return {k: torch.as_tensor(np.asarray(raw[k]), dtype=torch.long)
-            for k in split_utils.SPLITS}
+def read_split(folder: str, name: str,
+               num_rows: Optional[int] = None) -> Dict[str, Tensor]:
+    """The LRGB split pickle: ``{'train', 'val', 'test'}`` -> row indices,
+    checked (:func:`~graphgps_ext.loader.splits.checked_indices`: integers,
+    none negative, none beyond ``num_rows``, no row twice or in two
+    splits)."""
+    path = osp.join(folder, VARIANTS[name]['split'])
+    split = split_utils.checked_indices(load_pickle(path, name), path, name, num_rows)
+    return {k: split[k] for k in split_utils.SPLITS}
+
+
+def _bad_table(name: str, path: str, what: str) -> DataCorruptError:
+    return DataCorruptError(
+        f"Dataset '{name}': the table {path} {what}. Replace it with the LRGB "
+        f"release file ({VARIANTS[name]['url']}); the processed data is rebuilt "
+        'at the next run.')
 
 
 def read_table(folder: str, name: str) -> 'pd.DataFrame':
+    """The csv.gz table, decompressed within
+    :func:`~graphgps_ext.loader.safe_pickle.gzip_limit` of its size; every
+    text cell at most :data:`MAX_CELL` characters."""
     import pandas as pd  # only where Peptides is read: not on every run's path
-    return pd.read_csv(osp.join(folder, 'raw', VARIANTS[name]['csv']))
+    path = osp.join(folder, 'raw', VARIANTS[name]['csv'])
+    df = pd.read_csv(io.BytesIO(read_gzip(path, name)))
+    needed = ['smiles'] + (['labels'] if name == 'peptides-functional' else STRUCT_TARGETS)
+    missing = [c for c in needed if c not in df.columns]
+    if missing:
+        raise _bad_table(name, path, f"has no column {', '.join(missing)}")
+    for column in df.columns:
+        if not pd.api.types.is_numeric_dtype(df[column]):
+            longest = int(df[column].astype(str).str.len().max() or 0)
+            if longest > MAX_CELL:
+                raise _bad_table(name, path, f"has a '{column}' cell of {longest:,} "
+                                             f'characters (at most {MAX_CELL:,})')
+    return df
 
 
-def labels_of(df: 'pd.DataFrame', name: str) -> Tensor:
+def _label_row(text, name: str, path: str, row: int) -> np.ndarray:
+    """One Peptides-func label cell, ``'[0, 1, ...]'``: exactly
+    :data:`FUNC_LABELS` values, each 0 or 1 (read without evaluating it)."""
+    parts = str(text).strip()
+    if not (parts.startswith('[') and parts.endswith(']')):
+        raise _bad_table(name, path, f'in row {row}: the labels {parts[:40]!r} '
+                                     'are not a bracketed list')
+    try:
+        values = np.array([float(v) for v in parts[1:-1].replace(',', ' ').split()],
+                          dtype=np.float32)
+    except ValueError:
+        raise _bad_table(name, path, f'in row {row}: the labels {parts[:40]!r} '
+                                     'are not numbers') from None
+    if values.size != FUNC_LABELS or not np.isin(values, (0.0, 1.0)).all():
+        raise _bad_table(name, path, f'in row {row}: the labels {parts[:40]!r} '
+                                     f'are not {FUNC_LABELS} values of 0 or 1 '
+                                     '(binary labels for the bce loss)')
+    return values
+
+
+def labels_of(df: 'pd.DataFrame', name: str, path: str = '') -> Tensor:
     """Targets of the rows of ``df``: ``[G, 10]`` 0/1 floats (func) or
-    ``[G, 11]`` standardised regression targets (struct)."""
+    ``[G, 11]`` standardised regression targets (struct), each finite.
+    Raises :class:`~graphgps_ext.loader.errors.DataCorruptError` naming
+    ``path`` and the row."""
     if name == 'peptides-functional':
-        rows = [np.asarray(ast.literal_eval(s), dtype=np.float32)
-                for s in df['labels']]
-        return torch.from_numpy(np.stack(rows))
-    return torch.tensor(df[STRUCT_TARGETS].to_numpy(), dtype=torch.float)
+        return torch.from_numpy(np.stack([
+            _label_row(s, name, path, int(r)) for r, s in zip(df.index, df['labels'])]))
+    y = torch.tensor(df[STRUCT_TARGETS].to_numpy(dtype=np.float64), dtype=torch.float)
+    bad = ~torch.isfinite(y)
+    if bool(bad.any()):
+        r, c = (int(i) for i in bad.nonzero()[0])
+        raise _bad_table(name, path, f'in row {int(df.index[r])}: the target '
+                                     f'{STRUCT_TARGETS[c]} is {float(y[r, c])} '
+                                     '(every target must be a finite number)')
+    return y
 
 
 class PeptidesDataset(InMemoryDataset):
@@ -119,7 +178,7 @@ class PeptidesDataset(InMemoryDataset):
         self.raw_files(root, name).require(cfg)
         super().__init__(folder, transform)
         self.load(self.processed_paths[0])
-        saved = torch.load(self.processed_paths[1], weights_only=True)
+        saved = load_file(self.processed_paths[1], name)
         self.split_idx, self.split_rows = saved['split'], saved['rows']
         self.full_split_sizes = {k: int(v.numel())
                                  for k, v in read_split(folder, name).items()}
@@ -175,11 +234,12 @@ class PeptidesDataset(InMemoryDataset):
     def process(self):
         from ogb.utils import smiles2graph
         self._check_release()
-        full = read_split(self.root, self.name)
+        table = read_table(self.root, self.name)
+        full = read_split(self.root, self.name, len(table))
         kept = split_utils.limit(full, self.max_graphs)
         rows = torch.cat([kept[k] for k in split_utils.SPLITS])
-        df = read_table(self.root, self.name).iloc[rows.numpy()]
-        y = labels_of(df, self.name)
+        df = table.iloc[rows.numpy()]
+        y = labels_of(df, self.name, self.raw_paths[0])
         data_list = []
         # RDKit featurisation, once, at processing time.
         for r, smiles in enumerate(df['smiles'].tolist()):

@@ -1,202 +1,240 @@
-r"""Raw data files that cannot run code when read.
+r"""Dataset files read so that they cannot run code or exhaust memory.
 
 Several benchmarks ship raw files as Python pickles (ZINC's
 ``{train,val,test}.pickle``, the LRGB superpixel pickles, the Peptides split
-file) or in torch's zip format, and PyG's loaders read them with
-``pickle.load`` / ``torch.load``: a crafted file runs code when unpickled.
-Every such file goes through :func:`check_file` before any loader sees it
-(:class:`~graphgps_ext.loader.integrity.ProcessedCache` checks the raw files
-before it builds a dataset from them), and this project's own readers load
-them with :func:`load_pickle`. Both unpickle with :class:`SafeUnpickler`, which
-builds only
+file) or as ``torch.save`` files (``MNIST_v2.pt``, LRGB's ``train.pt``,
+PCQM4Mv2's ``split_dict.pt``), and PyG / OGB dataset classes read them, and
+their processed caches, with :func:`pickle.load` / :func:`torch.load`: a
+crafted file runs code when unpickled (``torch_geometric.io.fs.torch_load``
+even retries a refused file with ``weights_only=False``).
 
-- the builtin containers and scalars (``dict``, ``list``, ``tuple``,
-  ``set``, ``frozenset``, ``bytearray``, ``complex``, ``slice``, ``range``,
-  ``collections.OrderedDict``);
-- NumPy arrays, scalars and dtypes;
-- torch tensors and storages (a nested serialized storage is read with
-  ``torch.load(weights_only=True)``) and torch dtypes / sizes;
+One reader serves every such file: :func:`graphgps_ext.safe_load.load`
+(plain data only, sizes bounded before allocation). This project's own
+readers call it through :func:`load_file`; while a dataset class runs,
+:func:`guarded` makes :func:`torch.load` and :func:`pickle.load` that
+same reader, so the classes' own loading (raw files, processed files,
+``pre_transform.pt``) never reaches another unpickler.
+:class:`~graphgps_ext.loader.integrity.ProcessedCache` holds the guard
+around every dataset class it builds.
 
-and refuses any other global without calling it, raising
-:class:`UnsafeDataError` (``main.py`` exit code 5) that names the file and
-the global. A file in torch's zip format is read with
-``torch.load(weights_only=True)`` and the NumPy part of the same allow-list.
+A file that asks for more than plain data raises :class:`UnsafeDataError`;
+one that would build more than its size allows (a 30 KB pickle claiming a
+10^9-element array, ``bytearray(10**12)``, a list repeated through shared
+references, a compressed record or a gzip file that expands a thousandfold)
+raises :class:`OversizeDataError`; both are ``main.py`` exit code 5 and name
+the file. :func:`check_file` looks at a raw file before any loader reads it:
+empty, a gzip stream expanding past :func:`~graphgps_ext.safe_load.budget_for`
+its size with :data:`GZIP_FACTOR`, a zip archive declaring more than that.
 """
-import collections
-import io
+import contextlib
+import gzip
 import os
 import pickle
-import warnings
-from typing import Any, Dict, Iterable, Optional, Tuple
+import threading
+import zipfile
+import zlib
+from typing import Any, Callable, Iterable, Iterator, List, Optional
 
-import numpy as np
 import torch
 
 from graphgps_ext.loader.errors import DataError
+from graphgps_ext.safe_load import (FLOOR, CorruptPickleError,
+                                    OversizePickleError, PickleError,
+                                    UnsafePickleError, human)
+from graphgps_ext.safe_load import load as _load
 
-#: The first bytes of a pickle (protocol 2 or later) and of a zip archive.
-PICKLE_MAGIC = b'\x80'
-ZIP_MAGIC = b'PK\x03\x04'
-#: Names of files read as pickles whatever their first bytes (protocols 0, 1).
-PICKLE_SUFFIXES = ('.pickle', '.pkl', '.pt', '.pth')
+#: A gzip file may decompress to FLOOR + this many times its size (text and
+#: csv tables of the benchmarks compress 3 to 10 times).
+GZIP_FACTOR = 64
 
 
 class UnsafeDataError(DataError):
-    """A raw data file asks for Python objects beyond plain data: reading it
+    """A data file asks for Python objects beyond plain data: reading it
     could run code, so it is refused (``main.py`` exit code 5)."""
 
-
-def _storage_from_bytes(data: bytes):
-    # torch.storage._load_from_bytes, without its weights_only=False.
-    return torch.load(io.BytesIO(data), weights_only=True)
-
-
-def _numpy_globals() -> Dict[Tuple[str, str], Any]:
-    core = getattr(np, '_core', None) or np.core
-    out = {}
-    for module in ('numpy.core.multiarray', 'numpy._core.multiarray'):
-        out[(module, '_reconstruct')] = core.multiarray._reconstruct
-        out[(module, 'scalar')] = core.multiarray.scalar
-    out[('numpy', 'ndarray')] = np.ndarray
-    out[('numpy', 'dtype')] = np.dtype
-    for name in ('bool_', 'int8', 'int16', 'int32', 'int64', 'uint8', 'uint16',
-                 'uint32', 'uint64', 'float16', 'float32', 'float64',
-                 'complex64', 'complex128'):
-        out[('numpy', name)] = getattr(np, name)
-    for kind in {type(np.dtype(t)) for t in (np.bool_, np.int8, np.int16, np.int32,
-                                             np.int64, np.uint8, np.uint16, np.uint32,
-                                             np.uint64, np.float16, np.float32,
-                                             np.float64, np.complex64, np.complex128)}:
-        out[('numpy.dtypes', kind.__name__)] = kind
-    return out
+    def __init__(self, message: str, path: str = ''):
+        super().__init__(message)
+        self.path = path
 
 
-def _torch_globals() -> Dict[Tuple[str, str], Any]:
-    out = {('torch._utils', name): getattr(torch._utils, name)
-           for name in ('_rebuild_tensor', '_rebuild_tensor_v2', '_rebuild_parameter')
-           if hasattr(torch._utils, name)}
-    out[('torch.storage', '_load_from_bytes')] = _storage_from_bytes
-    out[('torch', 'Size')] = torch.Size
-    for name in dir(torch):
-        value = getattr(torch, name, None)
-        if isinstance(value, torch.dtype):
-            out[('torch', name)] = value
-        elif name.endswith('Storage') and isinstance(value, type):
-            out[('torch', name)] = value
-    return out
+class OversizeDataError(DataError):
+    """A data file would build far more than its size allows: refused
+    before the memory is taken (``main.py`` exit code 5)."""
+
+    def __init__(self, message: str, path: str = ''):
+        super().__init__(message)
+        self.path = path
 
 
-def allowed_globals() -> Dict[Tuple[str, str], Any]:
-    """``{(module, name): object}`` that :class:`SafeUnpickler` builds."""
-    out = {('builtins', t.__name__): t for t in (
-        dict, list, tuple, set, frozenset, bytearray, bytes, str, int, float,
-        bool, complex, slice, range)}
-    out[('__builtin__', 'set')] = set  # protocol-2 pickles of Python 2
-    out[('collections', 'OrderedDict')] = collections.OrderedDict
-    out[('_codecs', 'encode')] = _encode  # bytes in protocol-2 pickles
-    out.update(_numpy_globals())
-    out.update(_torch_globals())
-    return out
+def _what(dataset: str) -> str:
+    return f'{dataset}: ' if dataset else ''
 
 
-def _encode(text: str, encoding: str = 'utf-8') -> bytes:
-    return text.encode(encoding)
+def refusal(err: PickleError, dataset: str = '') -> DataError:
+    """The :class:`~graphgps_ext.loader.errors.DataError` for a refused
+    file (unsafe or oversize)."""
+    if isinstance(err, UnsafePickleError):
+        return UnsafeDataError(
+            f'{_what(dataset)}refused to read {err.path}: {err.why}. Reading it '
+            'could run code, so it was not unpickled. A genuine data file holds '
+            'only arrays, tensors and plain values: replace it with the original '
+            "file from the dataset's download (or restore it from a copy you "
+            'trust); processed data is rebuilt at the next run.', err.path)
+    return OversizeDataError(
+        f'{_what(dataset)}refused to read {err.path}: {err.why}. Replace it with '
+        "the original file from the dataset's download; processed data is "
+        'rebuilt at the next run.', err.path)
 
 
-class SafeUnpickler(pickle.Unpickler):
-    """A :class:`pickle.Unpickler` that builds only :func:`allowed_globals`
-    (plain data) and raises :class:`pickle.UnpicklingError` for any other
-    global, before it is imported or called."""
-    _allowed: Dict[Tuple[str, str], Any] = {}
-
-    def find_class(self, module: str, name: str):
-        if not SafeUnpickler._allowed:
-            SafeUnpickler._allowed = allowed_globals()
-        found = SafeUnpickler._allowed.get((module, name))
-        if found is None:
-            raise pickle.UnpicklingError(f'global {module}.{name} is not allowed')
-        return found
-
-    def persistent_load(self, pid):
-        raise pickle.UnpicklingError('persistent ids are not allowed in a raw pickle')
-
-
-def _refuse(path: str, why: str, dataset: str = '') -> UnsafeDataError:
-    what = f'{dataset}: ' if dataset else ''
-    return UnsafeDataError(
-        f'{what}refused to read {path}: {why}. Reading it could run code, so it '
-        'was not unpickled. A genuine raw file holds only arrays, tensors and '
-        'plain values: replace it with the original file from the dataset\'s '
-        'download (or restore it from a copy you trust); the processed data is '
-        'rebuilt at the next run.')
+def load_file(source, dataset: str = '') -> Any:
+    """The contents of a pickle or ``torch.save`` file (a path or a binary
+    file object), read by :func:`graphgps_ext.safe_load.load`, after the
+    ``on_read`` of every :func:`guarded` held has seen its path. Raises
+    :class:`UnsafeDataError` / :class:`OversizeDataError` naming the file;
+    a truncated or inconsistent file raises
+    :class:`~graphgps_ext.safe_load.CorruptPickleError`."""
+    path = _path_of(source)
+    if path is not None:
+        for hook in list(_ON_READ):
+            hook(path)
+    try:
+        return _load(source)
+    except (UnsafePickleError, OversizePickleError) as err:
+        raise refusal(err, dataset) from None
 
 
 def load_pickle(path: str, dataset: str = '') -> Any:
-    """The contents of the pickle ``path``, read by :class:`SafeUnpickler`.
-    Raises :class:`UnsafeDataError` (naming ``path`` and the global) for a
-    file that asks for anything beyond plain data; other failures (a
-    truncated file) raise as :mod:`pickle` raises them."""
-    with open(path, 'rb') as f:
-        try:
-            with warnings.catch_warnings():
-                warnings.simplefilter('ignore')
-                return SafeUnpickler(f).load()
-        except pickle.UnpicklingError as err:
-            if 'is not allowed' in str(err):
-                raise _refuse(path, f'it asks for {str(err).split(" is not")[0]}',
-                              dataset) from None
-            raise
+    """:func:`load_file` of the raw pickle ``path``."""
+    return load_file(path, dataset)
 
 
-def _zip_check(path: str, dataset: str):
-    # torch's weights-only unpickler, with the NumPy globals of the allow-list
-    # (OGB's split_dict.pt holds NumPy arrays in torch's zip format).
-    numpy_globals = [(obj, f'{module}.{name}')
-                     for (module, name), obj in _numpy_globals().items()]
-    try:
-        with warnings.catch_warnings(), torch.serialization.safe_globals(numpy_globals):
-            warnings.simplefilter('ignore')
-            torch.load(path, map_location='cpu', weights_only=True)
-    except pickle.UnpicklingError as err:
-        import re
-        found = re.search(r'GLOBAL ([\w.]+)', str(err))
-        raise _refuse(path, f'it asks for {found.group(1) if found else "Python objects"}'
-                      ' (torch zip format)', dataset) from None
-    except Exception:  # noqa: BLE001 - truncated or foreign: the loader reports it
-        return
+def _gzip_size(path: str, limit: int) -> int:
+    """Bytes the gzip file decompresses to, counting at most ``limit + 1``
+    (never holding more than a block in memory)."""
+    total = 0
+    with gzip.open(path, 'rb') as f:
+        while total <= limit:
+            block = f.read(1 << 20)
+            if not block:
+                break
+            total += len(block)
+    return total
+
+
+def gzip_limit(size: int) -> int:
+    """The bytes a gzip file of ``size`` bytes may decompress to."""
+    return FLOOR + GZIP_FACTOR * size
+
+
+def read_gzip(path: str, dataset: str = '') -> bytes:
+    """The decompressed content of ``path``, refused
+    (:class:`OversizeDataError`) past :func:`gzip_limit` of its size before
+    more is held."""
+    size = os.path.getsize(path)
+    limit = gzip_limit(size)
+    out = bytearray()
+    with gzip.open(path, 'rb') as f:
+        while True:
+            block = f.read(1 << 20)
+            if not block:
+                return bytes(out)
+            out += block
+            if len(out) > limit:
+                raise _gzip_refusal(path, size, limit, dataset)
+
+
+def _gzip_refusal(path: str, size: int, limit: int, dataset: str) -> DataError:
+    return OversizeDataError(
+        f'{_what(dataset)}refused to read {path}: a {human(size)} gzip file that '
+        f'decompresses to more than {human(limit)} (at most {human(FLOOR)} + '
+        f'{GZIP_FACTOR} x its size); a genuine file of this size holds far less. '
+        "Replace it with the original file from the dataset's download.", path)
 
 
 def check_file(path: str, dataset: str = '') -> Optional[str]:
-    """Refuse (:class:`UnsafeDataError`) the raw file ``path`` if it is a
-    pickle or a torch zip file that asks for more than plain data. Returns
-    why a pickle cannot be read (empty, truncated), for the caller to report
-    as corrupt at once, else ``None``. Files in other formats (text,
-    csv.gz) pass unread."""
+    """Look at the raw file ``path`` before a loader reads it. Returns why
+    it cannot be read (empty, a damaged gzip stream), for the caller to
+    report as corrupt, else ``None``; raises :class:`OversizeDataError` for
+    a gzip file or zip archive that expands past its bound. Its pickled
+    content is read (and refused when unsafe) by whoever reads the file,
+    through :func:`load_file` or :func:`guarded`."""
     try:
+        size = os.path.getsize(path)
         with open(path, 'rb') as f:
             head = f.read(4)
     except OSError:
         return None
-    if head.startswith(ZIP_MAGIC):
-        _zip_check(path, dataset)
-    elif head.startswith(PICKLE_MAGIC) or path.endswith(PICKLE_SUFFIXES):
+    if size == 0:
+        return f'{path} is empty'
+    if head[:2] == b'\x1f\x8b':
+        limit = gzip_limit(size)
         try:
-            load_pickle(path, dataset)
-        except UnsafeDataError:
-            raise
-        except Exception as err:  # noqa: BLE001 - truncated or not a pickle
-            what = 'is empty' if not head else 'is truncated or not a pickle'
-            return f'{path} {what} ({type(err).__name__}: {err})'
+            if _gzip_size(path, limit) > limit:
+                raise _gzip_refusal(path, size, limit, dataset)
+        except (OSError, EOFError, zlib.error) as err:
+            return f'{path} is truncated or not gzip data ({type(err).__name__}: {err})'
+    elif head == b'PK\x03\x04':
+        try:
+            with zipfile.ZipFile(path) as archive:
+                declared = sum(i.file_size for i in archive.infolist())
+        except (zipfile.BadZipFile, OSError) as err:
+            return f'{path} is a damaged zip archive ({err})'
+        limit = gzip_limit(size)
+        if declared > limit:
+            raise OversizeDataError(
+                f'{_what(dataset)}refused to read {path}: a {human(size)} archive '
+                f'declaring {human(declared)} of content (at most {human(limit)}). '
+                "Replace it with the original file from the dataset's download.",
+                path)
     return None
 
 
 def check_files(paths: Iterable[str], dataset: str = '') -> Optional[str]:
-    """:func:`check_file` on each of ``paths`` (files only), smallest first
-    (a crafted or empty file is usually small: it is found before the large
-    ones are read); returns the first unreadable pickle's problem."""
-    files = [p for p in paths if os.path.isfile(p)]
-    for path in sorted(files, key=os.path.getsize):
+    """:func:`check_file` on each of ``paths`` (files only); returns the
+    first problem."""
+    for path in sorted(p for p in paths if os.path.isfile(p)):
         problem = check_file(path, dataset)
         if problem:
             return problem
     return None
+
+
+_GUARD = threading.RLock()
+_ON_READ: List[Callable[[str], None]] = []
+
+
+def _path_of(source) -> Optional[str]:
+    if isinstance(source, (str, os.PathLike)):
+        return os.fspath(source)
+    name = getattr(source, 'name', None) or getattr(source, 'path', None)
+    return name if isinstance(name, str) else None
+
+
+@contextlib.contextmanager
+def guarded(dataset: str = '', on_read: Optional[Callable[[str], None]] = None
+            ) -> Iterator[None]:
+    """While held, :func:`torch.load` and :func:`pickle.load` are
+    :func:`load_file` (whatever ``weights_only`` they are given): a dataset
+    class's own loading reads through the one reader. ``on_read(path)`` is
+    called before each file :func:`load_file` reads (the processed cache
+    checks the file's content hash there). Process-wide while held: other
+    threads' calls get the same reader."""
+    def read(source, *args, **kwargs):
+        return load_file(source, dataset)
+
+    with _GUARD:
+        saved = torch.load, pickle.load
+        torch.load, pickle.load = read, read
+        if on_read is not None:
+            _ON_READ.append(on_read)
+        try:
+            yield
+        finally:
+            torch.load, pickle.load = saved
+            if on_read is not None:
+                _ON_READ.remove(on_read)
+
+
+__all__ = ['UnsafeDataError', 'OversizeDataError', 'CorruptPickleError',
+           'GZIP_FACTOR', 'refusal', 'load_file', 'load_pickle', 'read_gzip',
+           'gzip_limit', 'check_file', 'check_files', 'guarded']

@@ -29,15 +29,14 @@ import torch
 from torch import Tensor
 from torch_geometric.data import Dataset
 
-from graphgps_ext.config import did_you_mean
+from graphgps_ext.config import did_you_mean, sizes
 from graphgps_ext.loader import datasets
 from graphgps_ext.loader import splits as split_utils
 from graphgps_ext.loader import storage
 from graphgps_ext.loader.errors import DataError, DatasetNotFoundError
 from graphgps_ext.loader.integrity import ProcessedCache, RawFiles
-from graphgps_ext.loader.safe_pickle import load_pickle
-from graphgps_ext.loader.offline import (allow_pyg_globals, no_prompt,
-                                         torch_load_trusted)
+from graphgps_ext.loader.offline import no_prompt
+from graphgps_ext.loader.safe_pickle import guarded, load_file, load_pickle
 
 # GraphGPS: PCQM4Mv2 holds out 150k random training molecules (rng 42) as
 # validation and tests on the official 'valid' split; the subset keeps 10 %
@@ -69,6 +68,9 @@ class Source:
     standard_split: bool = True
     # After dataset.max_graphs: the kept indices into the stored dataset.
     source_indices: Optional[Dict[str, Tensor]] = None
+    # The file(s) the labels come from (named when they are unusable); ''
+    # for generated data.
+    labels_from: str = ''
 
 
 def _dir(cfg) -> str:
@@ -141,7 +143,8 @@ def zinc(cfg) -> Source:
     stand_in = zinc_stand_in(root, cache)
     extra = {'stand_in': True, 'stand_in_reason': stand_in} if stand_in else {}
     return Source(parts, None, osp.join(root, name), 'ZINC',
-                  name=f'ZINC ({name})', extra=extra)
+                  name=f'ZINC ({name})', extra=extra,
+                  labels_from=osp.join(raw, '{train,val,test}.pickle'))
 
 
 def gnn_benchmark(cfg, root: Optional[str] = None, stand_in: bool = False
@@ -169,7 +172,74 @@ def gnn_benchmark(cfg, root: Optional[str] = None, stand_in: bool = False
             f'{name} is GENERATED here (dataset.format synthetic), not the '
             'published benchmark files')
     return Source(parts, None, osp.join(root, name), name, extra=extra,
-                  limited=stand_in)
+                  limited=stand_in, labels_from=files.required[0])
+
+
+def _tu_table(path: str, columns: Optional[int] = None) -> np.ndarray:
+    """The integers of a TU text file (``1, 2`` per line) as ``[rows, columns]``."""
+    import pandas as pd
+    table = pd.read_csv(path, header=None, skipinitialspace=True, dtype=np.int64,
+                        skip_blank_lines=True)
+    if columns is not None and table.shape[1] != columns:
+        raise ValueError(f'{table.shape[1]} columns, not {columns}')
+    return table.to_numpy()
+
+
+def _tu_lines(path: str) -> int:
+    with open(path, 'rb') as f:
+        return sum(1 for line in f if line.strip())
+
+
+def check_tu_files(raw: str, name: str) -> Optional[str]:
+    """Why the TU text files of ``name`` in ``raw`` do not describe graphs,
+    else ``None``. The format numbers graphs and nodes from 1:
+    ``<name>_graph_indicator.txt`` gives each node's graph (ids from 1, never
+    decreasing: nodes are listed graph by graph); each line of
+    ``<name>_A.txt`` is an edge between two node ids in ``1..N`` of one
+    graph; a label or attribute file has one line per node, edge or graph.
+    (PyG's reader drops an edge to node 0, and mixes unsorted graphs up,
+    without a word.)"""
+    def path(kind):
+        return osp.join(raw, f'{name}_{kind}.txt')
+    try:
+        graph = _tu_table(path('graph_indicator'), 1)[:, 0]
+    except (ValueError, OSError) as err:
+        return (f"{path('graph_indicator')} is not one integer graph id per line "
+                f'({err})')
+    if graph.size == 0 or graph.min() < 1:
+        return (f"{path('graph_indicator')} holds graph id "
+                f'{int(graph.min()) if graph.size else "none"} (TU graph ids start at 1)')
+    if (np.diff(graph) < 0).any():
+        line = int(np.nonzero(np.diff(graph) < 0)[0][0]) + 2
+        return (f"{path('graph_indicator')} line {line}: graph ids must not decrease "
+                '(nodes are listed graph by graph)')
+    nodes, graphs = graph.size, int(graph.max())
+    try:
+        edges = _tu_table(path('A'), 2)
+    except (ValueError, OSError) as err:
+        return f"{path('A')} is not two integer node ids per line ({err})"
+    bad = (edges < 1) | (edges > nodes)
+    if bad.any():
+        line = int(np.nonzero(bad.any(1))[0][0])
+        return (f"{path('A')} line {line + 1}: node id {int(edges[line][bad[line]][0])} "
+                f'(TU node ids run from 1 to the {nodes:,} nodes of '
+                f"{osp.basename(path('graph_indicator'))})")
+    apart = graph[edges[:, 0] - 1] != graph[edges[:, 1] - 1]
+    if apart.any():
+        line = int(np.nonzero(apart)[0][0])
+        i, j = (int(v) for v in edges[line])
+        return (f"{path('A')} line {line + 1}: the edge {i}, {j} joins graph "
+                f'{int(graph[i - 1])} and graph {int(graph[j - 1])}')
+    counts = {'graph_labels': graphs, 'graph_attributes': graphs,
+              'node_labels': nodes, 'node_attributes': nodes,
+              'edge_labels': len(edges), 'edge_attributes': len(edges)}
+    for kind, want in counts.items():
+        if osp.exists(path(kind)):
+            got = _tu_lines(path(kind))
+            if got != want:
+                return (f'{path(kind)} has {got:,} lines, not one per '
+                        f"{kind.split('_')[0]} ({want:,})")
+    return None
 
 
 def tu(cfg) -> Source:
@@ -185,7 +255,8 @@ def tu(cfg) -> Source:
         roles={'edge_index': f'{name}_A.txt',
                'x': f'{name}_node_labels.txt / {name}_graph_indicator.txt',
                'y': f'{name}_graph_labels.txt',
-               'edge_attr': f'{name}_edge_labels.txt'})
+               'edge_attr': f'{name}_edge_labels.txt'},
+        validate=lambda: check_tu_files(raw, name))
     files.require(cfg)
 
     def build():
@@ -206,7 +277,8 @@ def tu(cfg) -> Source:
         key = 'TU-degree' if node_types is not None else 'TU'
     return Source({'all': ds}, indices, osp.join(root, name), key,
                   num_outputs=int(y.max()) + 1, node_num_types=node_types,
-                  extra=extra, standard_split=False)
+                  extra=extra, standard_split=False,
+                  labels_from=osp.join(raw, files.roles['y']))
 
 
 def lrgb(cfg) -> Source:
@@ -223,7 +295,8 @@ def lrgb(cfg) -> Source:
     files.require(cfg)
     parts = ProcessedCache(files, osp.join(root, lower, 'processed')).load(
         lambda: _three(lambda s: LRGBDataset(root, lower, split=s)))
-    return Source(parts, None, osp.join(root, lower), lower)
+    return Source(parts, None, osp.join(root, lower), lower,
+                  labels_from=osp.join(raw, f'{{train,val,test}}.{ext}'))
 
 
 # --------------------------------------------------------------------- OGB --
@@ -268,14 +341,14 @@ def ogb_graph(cfg) -> Source:
     files.require(cfg)
     if all(osp.exists(p) for p in paths):
         _ogb_release(folder, meta['version'], [meta['url']], name)
-    allow_pyg_globals()
 
     def build():
         with no_prompt():
             return PygGraphPropPredDataset(name, root=base)
 
     ds = ProcessedCache(files, osp.join(folder, 'processed')).load(build)
-    split = ds.get_idx_split()
+    with guarded(files.dataset):  # OGB reads a split_dict.pt with torch.load
+        split = ds.get_idx_split()
     indices = {'train': split['train'], 'val': split['valid'],
                'test': split['test']}
     if name == 'ogbg-code2':
@@ -292,7 +365,9 @@ def ogb_graph(cfg) -> Source:
         storage.set_attr(ds, 'y', ds._data.y.float())
     return Source({'all': ds}, indices, ds.root, key,
                   num_outputs=int(meta['num tasks']),
-                  extra={'ogb_eval_metric': meta['eval metric']})
+                  extra={'ogb_eval_metric': meta['eval metric']},
+                  labels_from=osp.join(raw, 'graph-label.npz' if meta['binary'] == 'True'
+                                       else 'graph-label.csv.gz'))
 
 
 def _mapping_size(folder: str, file: str, fallback: int) -> int:
@@ -356,14 +431,14 @@ def pcqm4mv2(cfg) -> Source:
         _ogb_release(folder, 1, [url], cfg.dataset.name)
 
     class PCQM4Mv2(PygPCQM4Mv2Dataset):
-        # OGB loads split_dict.pt (numpy arrays) with a bare torch.load, which
-        # torch >= 2.6 refuses; it is the release's own file.
+        # split_dict.pt (NumPy arrays in a torch file) read by the one reader,
+        # its indices checked (against the molecules once they are loaded).
         def get_idx_split(self):
-            raw = torch_load_trusted(osp.join(self.root, 'split_dict.pt'))
-            return {k: torch.as_tensor(np.asarray(v)).long()
-                    for k, v in raw.items()}
-
-    allow_pyg_globals()
+            path = osp.join(self.root, 'split_dict.pt')
+            loaded = getattr(self, 'slices', None) is not None
+            return split_utils.checked_indices(
+                load_file(path, files.dataset), path, files.dataset,
+                len(self) if loaded else None, names=('train', 'valid'))
 
     def build():
         with no_prompt():
@@ -372,7 +447,7 @@ def pcqm4mv2(cfg) -> Source:
     ds = ProcessedCache(files, osp.join(folder, 'processed')).load(build)
     storage.graph_y_as_rows(ds)
     indices = pcqm4mv2_splits(ds.get_idx_split(), variant == 'subset')
-    return Source({'all': ds}, indices, folder, 'PCQM4Mv2')
+    return Source({'all': ds}, indices, folder, 'PCQM4Mv2', labels_from=paths[0])
 
 
 def ogb_format(cfg) -> Source:
@@ -386,7 +461,7 @@ def ogb_format(cfg) -> Source:
         key = datasets.find('OGB', name).key
         return Source({'all': ds}, ds.split_idx, ds.root, key, limited=True,
                       extra={'full_split_sizes': ds.full_split_sizes},
-                      source_indices=ds.split_rows)
+                      source_indices=ds.split_rows, labels_from=files.required[0])
     if name.startswith('ogbg-'):
         return ogb_graph(cfg)
     return pcqm4mv2(cfg)
@@ -397,13 +472,18 @@ def synthetic(cfg) -> Source:
     from graphgps_ext.loader.datasets.synthetic import tree_facts
     from graphgps_ext.loader.generators import sbm
     from graphgps_ext.loader.generators.tree_neighbours import (
-        TreeNeighbourMatch, cache_root)
+        TreeNeighbourMatch, cache_root, memory_need, tag)
     name, ds_cfg = cfg.dataset.name, cfg.dataset
     seed, max_graphs = int(ds_cfg.generator_seed), int(ds_cfg.max_graphs)
     if name == 'TreeNeighbourMatch':
         r, root = int(ds_cfg.tree_depth), cache_root(_dir(cfg))
         files = RawFiles("'TreeNeighbourMatch' (synthetic)", [], [], root,
                          how=f'Delete {osp.join(root, "processed")} and run again.')
+
+        stored = osp.join(root, 'processed',
+                          f'{tag(r, ds_cfg.tree_variant, seed, max_graphs)}.pt')
+        sizes.check([memory_need(r, ds_cfg.tree_variant, max_graphs,
+                                 generating=not osp.exists(stored))])
         ds = ProcessedCache(files, osp.join(root, 'processed')).load(
             lambda: TreeNeighbourMatch(root, r, ds_cfg.tree_variant, seed, max_graphs))
         facts = tree_facts(r)

@@ -1,12 +1,64 @@
-"""Train/val/test index splits."""
+"""Train/val/test index splits: drawn (:func:`stratified_split`), read from
+a split file and checked (:func:`checked_indices`), cut to
+``dataset.max_graphs`` (:func:`limit`)."""
 import math
-from typing import Dict, Sequence
+from typing import Any, Dict, Optional, Sequence
 
 import numpy as np
 import torch
 from torch import Tensor
 
+from graphgps_ext.config.dataset import split_problem
+from graphgps_ext.loader.errors import DataCorruptError, DataError
 from graphgps_ext.task import SPLITS
+
+
+def checked_indices(raw: Any, path: str, dataset: str,
+                    num_items: Optional[int] = None,
+                    names: Sequence[str] = SPLITS) -> Dict[str, Tensor]:
+    """The index arrays ``{name: indices}`` of a split file, as LongTensors,
+    once checked: a mapping with every one of ``names``; each a 1-D array of
+    integers, none negative, none ``>= num_items`` (when known), none twice;
+    no index in two splits (every key of the file counts). Raises
+    :class:`~graphgps_ext.loader.errors.DataCorruptError` naming ``path``,
+    the split and what is wrong."""
+    def bad(what: str) -> DataCorruptError:
+        return DataCorruptError(
+            f'Dataset {dataset}: the split file {path} {what}. Replace it with '
+            "the original file from the dataset's download.")
+    if not isinstance(raw, dict):
+        raise bad(f'holds a {type(raw).__name__}, not a dict of index arrays')
+    missing = [n for n in names if n not in raw]
+    if missing:
+        raise bad(f"has no {', '.join(repr(m) for m in missing)} split "
+                  f'(it has {sorted(map(str, raw))})')
+    arrays = {}
+    for key, value in raw.items():
+        array = value.numpy() if isinstance(value, Tensor) else np.asarray(value)
+        if array.ndim != 1 or not (array.dtype.kind in 'iu' or array.size == 0):
+            raise bad(f"has a {key!r} split that is not a list of integer indices "
+                      f'(shape {list(array.shape)}, dtype {array.dtype})')
+        arrays[key] = array.astype(np.int64)
+    for key, array in arrays.items():
+        if array.size and array.min() < 0:
+            raise bad(f'has negative indices in its {key!r} split (first '
+                      f'{int(array[array < 0][0])})')
+        if num_items is not None and array.size and array.max() >= num_items:
+            raise bad(f'has indices beyond the {num_items:,} items of the data in '
+                      f'its {key!r} split (largest {int(array.max()):,})')
+        if np.unique(array).size != array.size:
+            raise bad(f'lists an index twice in its {key!r} split')
+    every = np.concatenate(list(arrays.values())) if arrays else np.zeros(0, np.int64)
+    if np.unique(every).size != every.size:
+        seen: Dict[int, str] = {}
+        for key, array in arrays.items():
+            both = np.intersect1d(array, np.fromiter(seen, np.int64, len(seen)))
+            if both.size:
+                raise bad(f'puts index {int(both[0])} in both its '
+                          f'{seen[int(both[0])]!r} and {key!r} splits (the splits '
+                          'must not overlap)')
+            seen.update((int(i), key) for i in array)
+    return {k: torch.from_numpy(v) for k, v in arrays.items()}
 
 
 def stratified_split(y: Tensor, ratios: Sequence[float],
@@ -22,23 +74,24 @@ def stratified_split(y: Tensor, ratios: Sequence[float],
     Indices come in random order.
     """
     from sklearn.model_selection import train_test_split
-    if len(ratios) != 3 or any(r < 0 for r in ratios):
-        raise ValueError(f'dataset.split must be three non-negative fractions '
-                         f'(train, val, test), got {list(ratios)}')
-    total = float(sum(ratios))
+    problem = split_problem(ratios)
+    if problem:
+        raise ValueError(problem)
+    total = float(sum(ratios))  # 1 within rounding (as the splits have always been drawn)
     train_r, val_r, test_r = (r / total for r in ratios)
     labels = y.view(-1).cpu().numpy()
     idx = np.arange(labels.shape[0])
-    train, rest = train_test_split(idx, train_size=train_r, stratify=labels,
-                                   random_state=seed, shuffle=True)
-    if test_r == 0:
-        val, test = rest, rest[:0]
-    elif val_r == 0:
-        val, test = rest[:0], rest
-    else:
+    try:
+        train, rest = train_test_split(idx, train_size=train_r, stratify=labels,
+                                       random_state=seed, shuffle=True)
         val, test = train_test_split(rest, test_size=test_r / (val_r + test_r),
                                      stratify=labels[rest], random_state=seed,
                                      shuffle=True)
+    except ValueError as err:  # too few graphs of a class for a split
+        raise DataError(
+            f'dataset.split {list(ratios)} cannot split the {labels.shape[0]} '
+            f'graphs stratified by class: {err}. Use fractions that give every '
+            'split at least one graph of each class, or a larger dataset') from None
     # Shuffled order (not sorted), so that the first indices of a split
     # (dataset.max_graphs) are a random sample of it.
     return {k: torch.from_numpy(np.asarray(v)).long()

@@ -89,3 +89,12 @@ def degree_as_node_type(dataset: InMemoryDataset, cap: int = -1) -> int:
     x = deg.clamp(max=cap).view(-1, 1)
     set_attr(dataset, 'x', x, slices=nslices)
     return cap + 1
+
+
+def graph_indices(dataset: InMemoryDataset) -> Tensor:
+    """The graphs of the collated storage that ``dataset`` (a view made
+    with ``dataset[idx]``, or the whole) holds, in its order."""
+    idx = dataset.indices()
+    if isinstance(idx, range):
+        return torch.arange(idx.start, idx.stop, idx.step, dtype=torch.long)
+    return torch.as_tensor(idx, dtype=torch.long).view(-1)

@@ -9,13 +9,16 @@ version to ``last.prev.pt``, so one good older state survives whatever
 happens to the newest file. A failed write (disk full, read-only folder, no
 permission) raises :class:`~graphgps_ext.files.ResultsWriteError`.
 
-Reading. :func:`load` reads with ``torch.load(weights_only=True)``: tensors
-and plain Python values only, never code. Everything a run writes is of
-that kind (the NumPy RNG state is stored as a tensor,
-:func:`graphgps_ext.train.rng.rng_state`). A file that asks for anything
-else (a crafted pickle, which could run code when unpickled) raises
-:class:`UnsafeCheckpointError` without being unpickled; a truncated or
-otherwise unreadable file raises :class:`CorruptCheckpointError`.
+Reading. :func:`load` reads with the project's one reader of pickled files
+(:func:`graphgps_ext.safe_load.load`, never :func:`torch.load`): tensors and
+plain Python values only, never code, and nothing beyond what the file's
+size allows. Everything a run writes is of that kind (the NumPy RNG state
+is stored as a tensor, :func:`graphgps_ext.train.rng.rng_state`). A file
+that asks for anything else (a crafted pickle, which could run code when
+unpickled), or that would build far more than its size (a pickle bomb),
+raises :class:`UnsafeCheckpointError` without being unpickled, in words
+that say which; a truncated or otherwise unreadable file raises
+:class:`CorruptCheckpointError`.
 :func:`load_latest` falls back from a corrupt ``last.pt`` to
 ``last.prev.pt``.
 
@@ -31,15 +34,11 @@ weights of the best validation epoch with ``epoch`` and the metric value.
 """
 import io
 import os
-import pickle
-import re
-import warnings
-from contextlib import nullcontext
 from typing import Any, Dict, Optional, Tuple
 
-import numpy as np
 import torch
 
+from graphgps_ext import safe_load
 from graphgps_ext.files import atomic_write_bytes
 from graphgps_ext.run_dir import RunDir
 
@@ -79,82 +78,52 @@ def previous_path(path: str) -> str:
     return RunDir.previous(path)
 
 
-def _legacy_numpy_globals() -> list:
-    """NumPy array reconstruction, for checkpoints that stored the NumPy RNG
-    state as an array (it builds arrays only, never calls other code)."""
-    core = getattr(np, '_core', None) or np.core
-    return [core.multiarray._reconstruct, np.ndarray, np.dtype,
-            type(np.dtype(np.uint32))]
-
-
-def _allowing(safe: list):
-    """``torch.serialization.safe_globals(safe)`` (torch < 2.5: allow-listed
-    for the process with ``add_safe_globals``)."""
-    scoped = getattr(torch.serialization, 'safe_globals', None)
-    if scoped is not None:
-        return scoped(safe)
-    torch.serialization.add_safe_globals(safe)
-    return nullcontext()
-
-
 def load(path: str, map_location='cpu') -> Dict[str, Any]:
-    """Read a checkpoint with ``torch.load(weights_only=True)``.
+    """Read a checkpoint with :func:`graphgps_ext.safe_load.load` (its
+    tensors moved to ``map_location``).
 
     Raises :class:`UnsafeCheckpointError` for a file that asks for Python
-    objects other than tensors and plain values (it is not unpickled),
-    :class:`CorruptCheckpointError` for a truncated or foreign file and
-    :class:`FileNotFoundError` when there is none."""
+    objects other than tensors and plain values, or would build far more
+    than its size allows (it is not unpickled), :class:`CorruptCheckpointError`
+    for a truncated or foreign file and :class:`FileNotFoundError` when there
+    is none."""
     if not os.path.isfile(path):
         raise FileNotFoundError(path)
     try:
-        with _allowing(_legacy_numpy_globals()), warnings.catch_warnings():
-            warnings.simplefilter('ignore')  # e.g. on the pickle protocol
-            return torch.load(path, map_location=map_location, weights_only=True)
-    except pickle.UnpicklingError as err:
-        # torch names the global it refused, in words that vary by version.
-        found = re.search(r'GLOBAL ([\w.]+)', str(err))
-        if found or _asks_for_objects(path):
-            raise UnsafeCheckpointError(path, (
-                f'refused to load {path}: it is not a checkpoint of tensors and '
-                'plain values (' + (f'it asks for {found.group(1)}' if found else
-                                    'a pickle that builds Python objects')
-                + '); unpickling it could run code. It was not written by this '
-                'program: delete it or restore the file from a copy you '
-                'trust.')) from None
-        raise CorruptCheckpointError(path, f'{path} is not a checkpoint '
-                                     '(unreadable pickle data)') from None
-    except FileNotFoundError:
-        raise
-    except (RuntimeError, EOFError, KeyError, ValueError, IndexError,
-            AttributeError, TypeError, OSError) as err:
-        raise CorruptCheckpointError(path, (
-            f'{path} is truncated or not a checkpoint '
-            f'({type(err).__name__}: {_first_sentence(err)})')) from None
+        state = safe_load.load(path)
+    except safe_load.UnsafePickleError as err:
+        raise UnsafeCheckpointError(path, (
+            f'refused to load {path}: it is not a checkpoint of tensors and plain '
+            f'values ({err.why}); unpickling it could run code. It was not '
+            'written by this program: delete it or restore the file from a copy '
+            'you trust.')) from None
+    except safe_load.OversizePickleError as err:
+        raise UnsafeCheckpointError(path, (
+            f'refused to load {path}: {err.why}. It was not written by this '
+            'program: delete it or restore the file from a copy you trust.')) from None
+    except safe_load.CorruptPickleError as err:
+        raise CorruptCheckpointError(path, f'{path} is truncated or not a '
+                                     f'checkpoint ({err.why})') from None
+    except OSError as err:
+        raise CorruptCheckpointError(path, f'{path} cannot be read '
+                                     f'({err.strerror or err})') from None
+    if map_location not in (None, 'cpu') and torch.device(map_location).type != 'cpu':
+        state = _to(state, torch.device(map_location))
+    return state
 
 
-def _first_sentence(err: Exception) -> str:
-    text = str(err).strip()
-    return text.split('. ')[0].splitlines()[0] if text else 'empty file'
-
-
-def _asks_for_objects(path: str) -> bool:
-    """Whether the raw pickle in ``path`` names Python callables (read by
-    :mod:`pickletools`, which parses and never executes)."""
-    import pickletools
-    calls = {'GLOBAL', 'STACK_GLOBAL', 'INST', 'OBJ', 'REDUCE', 'NEWOBJ',
-             'NEWOBJ_EX', 'BUILD'}
-    import zipfile
-    try:
-        if zipfile.is_zipfile(path):  # torch's zip format: the pickle inside
-            with zipfile.ZipFile(path) as z:
-                name = next(n for n in z.namelist() if n.endswith('/data.pkl'))
-                data = z.read(name)
-        else:
-            with open(path, 'rb') as f:
-                data = f.read()
-        return any(op.name in calls for op, _, _ in pickletools.genops(data))
-    except Exception:  # not a pickle at all: corrupt, not crafted
-        return False
+def _to(obj, device):
+    """``obj`` with every tensor in its dicts, lists and tuples moved to
+    ``device``."""
+    if isinstance(obj, torch.Tensor):
+        return obj.to(device)
+    if isinstance(obj, dict):
+        out = type(obj)((k, _to(v, device)) for k, v in obj.items())
+        out.__dict__.update(getattr(obj, '__dict__', {}))
+        return out
+    if isinstance(obj, (list, tuple)) and type(obj) in (list, tuple):
+        return type(obj)(_to(v, device) for v in obj)
+    return obj
 
 
 def load_latest(path: str, map_location='cpu'

@@ -2,9 +2,10 @@
 
 :func:`rng_state` captures the Python, NumPy, torch (CPU and CUDA) states and
 a DataLoader's generator as tensors and plain values, so that a checkpoint
-holding them loads with ``torch.load(weights_only=True)`` (the NumPy state is
-stored as a tensor); :func:`set_rng_state` restores them, also from older
-checkpoints that stored the NumPy state as an array.
+holding them is plain data for the project's reader of pickled files
+(:func:`graphgps_ext.safe_load.load`; the NumPy state is stored as a
+tensor); :func:`set_rng_state` restores them, also from older checkpoints
+that stored the NumPy state as an array.
 """
 import random
 from typing import Any, Dict, Optional

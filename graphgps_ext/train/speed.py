@@ -340,7 +340,7 @@ def choose_fast_path(cfg, model, train_dataset, device, loss_fn,
     training split; if it fails the run goes eager (unpadded, not compiled)
     with one warning naming why."""
     from graphgps_ext import dist
-    from graphgps_ext.config import ConfigError
+    from graphgps_ext.config import ConfigError, sizes
     from graphgps_ext.loader.pad import Capacities, pad_batch
     device_type = torch.device(device).type
     apply_tf32(cfg, device_type)
@@ -357,6 +357,9 @@ def choose_fast_path(cfg, model, train_dataset, device, loss_fn,
     if static:
         capacities = Capacities.from_dataset(train_dataset,
                                              int(cfg.train.batch_size))
+        top = capacities.buckets[-1]
+        sizes.check([sizes.static_batch_need(top.nodes, top.graphs,
+                                             top.graph_nodes, cfg)], str(device))
         if log is not None:
             log.info('static shapes: batches padded to nodes/edges/graphs '
                      + ', '.join(f'{c.nodes}/{c.edges}/{c.graphs}'

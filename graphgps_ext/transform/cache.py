@@ -11,8 +11,9 @@ and the fingerprint hashes the dataset's node pointers and edges
 (:meth:`~graphgps_ext.transform.dense.GraphStore.fingerprint`). Unchanged
 parameters on the same data load the file; any change gives a new key and a
 recompute (older files are left in place, so switching back is free). A file
-holds a dict ``{attribute: (values, ptr)}`` of tensors, loaded with
-``weights_only=True``. Writes are atomic
+holds a dict ``{attribute: (values, ptr)}`` of tensors, read by the
+project's one reader of pickled files (:func:`graphgps_ext.safe_load.load`:
+plain data only, sizes bounded). Writes are atomic
 (:func:`graphgps_ext.files.atomic_write_bytes`), so an interrupted run never
 leaves a truncated entry. An entry that
 cannot be read or is not of that form (a damaged disk, a file written by
@@ -28,6 +29,7 @@ from typing import Optional
 import torch
 from torch import Tensor
 
+from graphgps_ext import safe_load
 from graphgps_ext.files import atomic_write_bytes
 from graphgps_ext.transform.dense import Entry
 
@@ -61,7 +63,7 @@ class EncodingCache:
         if path is None or not os.path.exists(path):
             return None
         try:
-            entry = torch.load(path, weights_only=True)
+            entry = safe_load.load(path)
             check_entry(entry)
             return entry
         except Exception as err:  # noqa: BLE001 - any damage: recompute

@@ -30,13 +30,15 @@ worker processes (``posenc.num_workers``).
 """
 import sys
 from contextlib import contextmanager
-from typing import Dict, Optional
+from typing import Dict, List, Optional
 
 import torch
 from torch_geometric.data import InMemoryDataset
 from torch_geometric.utils import cumsum
 
+from graphgps_ext.config import sizes
 from graphgps_ext.config.posenc import wanted_encodings
+from graphgps_ext.config.sizes import Need, product
 from graphgps_ext.encodings import by_kind
 from graphgps_ext.transform.cache import EncodingCache, cache_key
 from graphgps_ext.transform.dense import Entry, GraphStore
@@ -153,6 +155,33 @@ def _attach(dataset: InMemoryDataset, entry: Entry):
     dataset._data_list = None
 
 
+def encoding_needs(wanted: Dict[str, dict], store: GraphStore) -> List[Need]:
+    r"""The memory of the values of each kind of ``wanted`` whose catalogue
+    entry gives its ``width``: :math:`N` nodes x the values per node, 4 bytes
+    each; for an encoding stored per node pair, at least one pair per node
+    (the diagonal is always kept) x (2 indices of 8 bytes + the values per
+    pair)."""
+    nodes = store.num_nodes
+    table = by_kind()
+    out = []
+    for kind, params in wanted.items():
+        entry = table[kind]
+        if entry.width is None:
+            continue
+        width = entry.width(params)
+        if entry.rpe is None:
+            size = product(nodes, width, 4)
+            how = f'{nodes:,} nodes x {width:,} values x 4 bytes'
+        else:
+            size = product(nodes, 16 + 4 * width)
+            how = f'at least {nodes:,} node pairs x (16 + {width:,} x 4) bytes'
+        out.append(Need(f'the {entry.name} encodings of this dataset', size,
+                        (f'{entry.size_key} ({width:,} values per '
+                         f"{'pair' if entry.rpe else 'node'})", ), how,
+                        f'Lower {entry.size_key}'))
+    return out
+
+
 def precompute_encodings(dataset, cfg, cache_dir: Optional[str] = None):
     r"""Attach the encodings that ``cfg`` asks for to every graph of ``dataset``.
 
@@ -189,6 +218,7 @@ def precompute_encodings(dataset, cfg, cache_dir: Optional[str] = None):
         else:
             entries[kind] = entry
     if missing:
+        sizes.check(encoding_needs({k: p for k, (p, _) in missing.items()}, store))
         with thread_limit(opts.blas_threads):
             new = _run_with_bar({k: p for k, (p, _) in missing.items()}, store,
                                 opts.num_workers, show)

@@ -201,7 +201,7 @@ def load_run(run_dir: str, ckpt: str = 'best', device: str = 'cpu',
     ``KEY VALUE`` overrides of the saved config (e.g. ``dataset.dir`` when
     the data moved). The model is returned in eval mode on ``device``.
 
-    The checkpoint is read with ``torch.load(weights_only=True)``
+    The checkpoint is read with the project's one reader of pickled files
     (:func:`graphgps_ext.train.checkpoint.load`): a file that would run
     code raises :class:`~graphgps_ext.train.checkpoint.UnsafeCheckpointError`
     unread."""

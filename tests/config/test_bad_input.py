@@ -49,6 +49,9 @@ FILES = {
     'slots.yaml': ('gt:\n  layer_type: GCN+Transformer+GEANet\n  dim_hidden: 64\n'
                    'gea:\n  num_slots: 32\n  parity_slots_eq_head_dim: true\n'),
     'graphgym.yaml': 'gnn:\n  layers_mp: 4\n',
+    'split-nan.yaml': 'dataset:\n  split: [0.8, .nan, 0.1]\n',
+    'rwse-walks.yaml': ('posenc_RWSE:\n  enable: true\n  kernel:\n    times: ['
+                        + ', '.join(map(str, range(1, 1_502))) + ']\n'),
     # Keys given twice: YAML keeps the last silently.
     'dup-group.yaml': ('optim:\n  base_lr: 0.003\n  optimizer: adamW\ngt:\n  layers: 2\n'
                        'optim:\n  max_epoch: 3\n'),
@@ -186,6 +189,21 @@ CASES = [
     ('rwse-times-0', None, RWSE + ['posenc_RWSE.kernel.times_func', 'range(0, 4)'],
      ['posenc_RWSE.kernel', '>= 1']),
     ('split-two-parts', None, ['dataset.split', '[0.5, 0.5]'], ['dataset.split', 'three']),
+    ('split-not-summing-to-1', None, ['dataset.split', '[0.8, 0.8, 0.8]'],
+     ['dataset.split [0.8, 0.8, 0.8] sums to 2.4, not 1', 'not rescaled']),
+    ('split-short-of-1', None, ['dataset.split', '[0.5, 0.2, 0.2]'],
+     ['sums to 0.9, not 1']),
+    ('split-zero-val', None, ['dataset.split', '[0.8, 0.0, 0.2]'],
+     ['every fraction must be in (0, 1)', 'val is not']),
+    ('split-all-train', None, ['dataset.split', '[1.0, 0.0, 0.0]'],
+     ['val, test is not']),
+    ('split-negative', None, ['dataset.split', '[1.2, -0.1, -0.1]'],
+     ['train, val, test is not']),
+    ('split-nan', 'split-nan.yaml', [], ['dataset.split must be three finite fractions']),
+    ('rwse-too-many-walks', 'rwse-walks.yaml', [],
+     ['posenc_RWSE.kernel gives 1,501 walk lengths', 'at most 1,000']),
+    ('rwse-too-long-walk', None, RWSE + ['posenc_RWSE.kernel.times', '[1, 2, 50000]'],
+     ['walk lengths up to 50,000']),
     ('global-batch-and-lr-scaling', None, ['train.batch_size_global', '64',
                                            'optim.lr_scaling', 'linear'],
      ['train.batch_size_global', "optim.lr_scaling must be 'none'"]),

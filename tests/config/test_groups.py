@@ -51,7 +51,7 @@ def _expand(key: str, keys: set) -> set:
 
 
 def test_every_group_module_is_listed_once():
-    machinery = {'keys', 'rules', 'validation', 'yaml_io', 'groups', 'options'}
+    machinery = {'keys', 'rules', 'validation', 'yaml_io', 'groups', 'options', 'sizes'}
     modules = {m.name for m in pkgutil.iter_modules(config.__path__)} - machinery
     listed = [group.cfg.__module__ for group in MODULES.values()]
     assert sorted(listed) == sorted(f'graphgps_ext.config.{m}' for m in modules)

@@ -1,6 +1,7 @@
 """Data errors: truncated or corrupt raw files give one clear paragraph and no
 cache; processed data is rebuilt when the raw files change or the cache is
 damaged; the ZINC stand-in is recognised; ``main.py`` exits with 5."""
+import io
 import logging
 import os
 import subprocess
@@ -49,7 +50,7 @@ def test_truncated_raw_file_fails_clearly_and_leaves_no_poisoned_cache(nci1_root
     path = _raw(nci1_root, 'NCI1_A.txt')
     with open(path, 'rb') as f:
         original = f.read()
-    half = len(original) // 2
+    half = original.rindex(b'\n', 0, len(original) // 2) + 1  # whole lines
     with open(path, 'wb') as f:
         f.write(original[:half])
     with pytest.raises(DataCorruptError) as err:
@@ -73,7 +74,8 @@ def test_short_labels_file_names_it(nci1_root):
         lines = f.read().splitlines()
     with open(path, 'w') as f:
         f.write('\n'.join(lines[:100]) + '\n')
-    with pytest.raises(DataCorruptError, match="'y' comes from NCI1_graph_labels.txt"):
+    with pytest.raises(DataCorruptError,
+                       match="NCI1_graph_labels.txt has 100 lines, not one per graph"):
         _nci1(nci1_root)
 
 
@@ -121,13 +123,70 @@ def test_damaged_cache_is_rebuilt(nci1_root, source, caplog):
         assert sum(len(s) for s in _nci1(nci1_root).splits.values()) == total
     assert 'processed file(s) data.pt changed since they were written' in caplog.text
     mtime = os.stat(data_pt).st_mtime_ns
-    with open(data_pt, 'r+b') as f:  # unreadable, with size and mtime kept
-        f.write(b'\0' * 4096)
+    with open(data_pt, 'r+b') as f:  # unreadable, with size and mtime kept:
+        f.write(b'\0' * 4096)       # the content hash sees it
     os.utime(data_pt, ns=(mtime, mtime))
     caplog.clear()
     with caplog.at_level(logging.WARNING, logger=LOGGER):
         assert sum(len(s) for s in _nci1(nci1_root).splits.values()) == total
+    assert 'processed file(s) data.pt changed since they were written' in caplog.text
+    with open(data_pt, 'r+b') as f:  # and integrity.json rewritten to match it
+        f.write(b'\0' * 4096)
+    _restamp(folder, 'data.pt')
+    caplog.clear()
+    with caplog.at_level(logging.WARNING, logger=LOGGER):
+        assert sum(len(s) for s in _nci1(nci1_root).splits.values()) == total
     assert 'cannot use the processed data' in caplog.text
+
+
+def _restamp(folder, name):
+    """integrity.json rewritten to vouch for the file ``name`` as it is now."""
+    import json
+    stamp_path = os.path.join(folder, STAMP)
+    with open(stamp_path) as f:
+        stamp = json.load(f)
+    path = os.path.join(folder, name)
+    st = os.stat(path)
+    stamp['files'][name] = dict(size=st.st_size, mtime_ns=st.st_mtime_ns,
+                                sha1=sha1_of(path))
+    with open(stamp_path, 'w') as f:
+        json.dump(stamp, f)
+
+
+class _Payload:
+    def __init__(self, fn, *args):
+        self.fn, self.args = fn, args
+
+    def __reduce__(self):
+        return self.fn, self.args
+
+
+@pytest.mark.parametrize('how', ['same-size-and-mtime', 'stamp-rewritten'])
+def test_replaced_processed_file_never_runs_code(nci1_root, caplog, tmp_path, how):
+    """A crafted processed file: with its old size and mtime it fails the
+    content hash and is rebuilt unread; with integrity.json rewritten to vouch
+    for it, the reader refuses it and it is rebuilt; no code runs either way."""
+    total = sum(len(s) for s in _nci1(nci1_root).splits.values())
+    folder, _ = _processed(nci1_root)
+    data_pt = os.path.join(folder, 'data.pt')
+    marker = tmp_path / 'created-by-unpickling'
+    crafted = io.BytesIO()
+    torch.save((_Payload(os.system, f'touch {marker}'), {}), crafted)
+    st = os.stat(data_pt)
+    with open(data_pt, 'wb') as f:
+        f.write(crafted.getvalue().ljust(st.st_size, b'\0')[:st.st_size]
+                if how == 'same-size-and-mtime' else crafted.getvalue())
+    os.utime(data_pt, ns=(st.st_atime_ns, st.st_mtime_ns))
+    if how == 'stamp-rewritten':
+        _restamp(folder, 'data.pt')
+    with caplog.at_level(logging.WARNING, logger=LOGGER):
+        again = _nci1(nci1_root)
+    assert sum(len(s) for s in again.splits.values()) == total
+    assert not marker.exists()
+    expected = ('changed since they were written' if how == 'same-size-and-mtime'
+                else 'refused to read')
+    assert expected in caplog.text, caplog.text
+    assert how == 'same-size-and-mtime' or '.system' in caplog.text
 
 
 def test_missing_raw_file_is_a_data_error(nci1_root, offline):

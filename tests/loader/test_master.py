@@ -198,3 +198,28 @@ def test_zinc_full_refuses_a_subset_folder(zinc_root):
                                  'dataset.name': 'full'})
     with pytest.raises(DataError, match='220,011'):
         load_dataset(cfg)
+
+
+def test_fingerprint_is_the_content_actually_read(nci1_root, tmp_path):
+    """Equal for the same data from another folder and for every seed's
+    random split of it (the seed and dataset.max_graphs are config keys);
+    different for one changed label: a run's data identity."""
+    import os
+    import re
+    import shutil
+
+    from graphgps_ext.loader.master import data_fingerprint
+    first = _nci1(nci1_root, 0)
+    fp = data_fingerprint(first)
+    assert re.fullmatch('[0-9a-f]{16}', fp) and first.info['fingerprint'] == fp
+    copy = tmp_path / 'copy'
+    shutil.copytree(os.path.join(nci1_root, 'TUDataset'), copy / 'TUDataset')
+    shutil.rmtree(copy / 'TUDataset' / 'NCI1' / 'processed')  # processed anew
+    assert data_fingerprint(_nci1(str(copy), 0)) == fp
+    assert data_fingerprint(_nci1(nci1_root, 1)) == fp  # another seed's split
+    assert data_fingerprint(_nci1(nci1_root, 0, **{'dataset.max_graphs': 40})) == fp
+    labels = copy / 'TUDataset' / 'NCI1' / 'raw' / 'NCI1_graph_labels.txt'
+    lines = labels.read_text().splitlines()
+    lines[5] = '0' if lines[5].strip() == '1' else '1'
+    labels.write_text('\n'.join(lines) + '\n')
+    assert data_fingerprint(_nci1(str(copy), 0)) != fp

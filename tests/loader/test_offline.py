@@ -1,5 +1,5 @@
-"""Offline helpers: fast network probe, clear errors, no stdin prompts,
-torch >= 2.6 loading of old (Data, slices) files."""
+"""Offline helpers: fast network probe, clear errors, no stdin prompts;
+old (Data, slices) processed files load through the one reader."""
 import builtins
 import time
 
@@ -8,6 +8,7 @@ import torch
 from torch_geometric.data import Data, InMemoryDataset
 
 from graphgps_ext.loader import offline
+from graphgps_ext.loader.safe_pickle import load_file
 
 
 def test_probe_of_unroutable_host_is_bounded():
@@ -57,12 +58,13 @@ def test_no_prompt():
 
 
 def test_old_style_processed_file_loads(tmp_path):
-    # OGB / GraphGPS write torch.save((data, slices)); torch >= 2.6 loads with
-    # weights_only=True, which needs PyG's storage classes allow-listed.
+    # OGB / GraphGPS write torch.save((data, slices)): PyG's Data and storage
+    # objects, which the one reader builds from their dict states.
     data, slices = InMemoryDataset.collate(
         [Data(x=torch.ones(2, 1), edge_index=torch.tensor([[0], [1]]))] * 2)
     path = tmp_path / 'old.pt'
     torch.save((data, slices), path)
-    offline.allow_pyg_globals()
-    loaded, _ = torch.load(path, weights_only=True)
-    assert torch.equal(loaded.x, data.x)
+    loaded, loaded_slices = load_file(str(path))
+    assert isinstance(loaded, Data) and torch.equal(loaded.x, data.x)
+    assert torch.equal(loaded.edge_index, data.edge_index)
+    assert loaded_slices.keys() == slices.keys()

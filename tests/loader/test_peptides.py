@@ -14,6 +14,7 @@ import pytest
 import torch
 
 from graphgps_ext.loader import DatasetNotFoundError, load_dataset
+from graphgps_ext.loader.errors import DataCorruptError
 from graphgps_ext.loader.peptides import (STRUCT_TARGETS, VARIANTS,
                                           PeptidesDataset, md5sum, read_split,
                                           read_table)
@@ -145,3 +146,82 @@ def test_release_file_without_marker_passes_md5(tmp_path, monkeypatch, source):
     sizes = FACTS[source]['peptides_sizes']
     n = sum(sizes.values())
     assert len(ds) == sum(-(-7 * k // n) for k in sizes.values())
+
+
+def _tiny_split(folder, split):
+    with open(os.path.join(folder, VARIANTS[FUNC]['split']), 'wb') as f:
+        pickle.dump(split, f, protocol=2)
+
+
+@pytest.mark.parametrize('split,words', [
+    ({'train': np.array([0, 1, -1]), 'val': np.array([3]), 'test': np.array([4])},
+     "negative indices in its 'train' split"),
+    ({'train': np.array([0, 1, 2]), 'val': np.array([2]), 'test': np.array([4])},
+     "puts index 2 in both its 'train' and 'val' splits"),
+    ({'train': np.array([0, 1, 1]), 'val': np.array([3]), 'test': np.array([4])},
+     "lists an index twice in its 'train' split"),
+    ({'train': np.array([0, 1, 2]), 'val': np.array([3]), 'test': np.array([9])},
+     "beyond the 5 items of the data in its 'test' split"),
+    ({'train': np.array([0., 1.5]), 'val': np.array([3]), 'test': np.array([4])},
+     'not a list of integer indices'),
+    ({'train': np.array([0, 1, 2]), 'val': np.array([3])}, "has no 'test' split"),
+    ([0, 1, 2], 'not a dict of index arrays'),
+])
+def test_bad_split_file_is_refused_naming_it(tmp_path, split, words):
+    _write_tiny(tmp_path / FUNC, FUNC, SMILES, np.zeros((5, 10)))
+    _tiny_split(tmp_path / FUNC, split)
+    cfg = make_cfg(tmp_path, **{'dataset.format': 'OGB', 'dataset.name': FUNC})
+    with pytest.raises(DataCorruptError) as err:
+        load_dataset(cfg)
+    assert words in str(err.value) and VARIANTS[FUNC]['split'] in str(err.value)
+
+
+@pytest.mark.parametrize('cell,words', [
+    ('[0, 1, 0, 0, 0, 0, 0, 0, 0, 2]', 'values of 0 or 1'),
+    ('[0, 1, 0]', 'values of 0 or 1'),
+    ('[0, 1, 0, 0, 0, 0, 0, 0, 0, inf]', 'values of 0 or 1'),
+    ('[0, 1, 0, 0, 0, 0, 0, 0, 0, x]', 'are not numbers'),
+    ('__import__("os")', 'not a bracketed list'),
+    ('[' + '0, ' * 30_000 + '0]', "'labels' cell of 90,003 characters"),
+])
+def test_bad_label_cells_are_refused_unevaluated(tmp_path, cell, words):
+    _write_tiny(tmp_path / FUNC, FUNC, SMILES, np.zeros((5, 10)))
+    path = os.path.join(tmp_path, FUNC, 'raw', VARIANTS[FUNC]['csv'])
+    df = pd.read_csv(path, index_col=0)
+    df.loc[2, 'labels'] = cell
+    with gzip.open(path, 'wt') as f:
+        df.to_csv(f)
+    cfg = make_cfg(tmp_path, **{'dataset.format': 'OGB', 'dataset.name': FUNC})
+    with pytest.raises(DataCorruptError) as err:
+        load_dataset(cfg)
+    assert words in str(err.value) and VARIANTS[FUNC]['csv'] in str(err.value)
+    if 'bracketed' in words or 'numbers' in words or '0 or 1' in words:
+        assert 'row 2' in str(err.value)
+
+
+def test_non_finite_struct_target_is_refused_naming_the_row(tmp_path):
+    name = 'peptides-structural'
+    y = np.zeros((5, 11), dtype=np.float32)
+    y[1, 4] = np.inf
+    _write_tiny(tmp_path / name, name, SMILES, y)
+    with pytest.raises(DataCorruptError, match=r'row 1: the target Inertia_valence_b is inf'):
+        load_dataset(make_cfg(tmp_path, **{'dataset.format': 'OGB',
+                                           'dataset.name': name}))
+
+
+def test_a_csv_that_expands_a_thousandfold_is_refused(tmp_path):
+    """A small csv.gz that decompresses past its bound: refused before the
+    table (or any label cell) is parsed."""
+    from graphgps_ext.loader.safe_pickle import OversizeDataError
+    from graphgps_ext.safe_load import FLOOR
+    _write_tiny(tmp_path / FUNC, FUNC, SMILES, np.zeros((5, 10)))
+    path = os.path.join(tmp_path, FUNC, 'raw', VARIANTS[FUNC]['csv'])
+    with gzip.open(path, 'wb') as f:
+        f.write(b',smiles,labels\n0,CC,"[')
+        for _ in range((FLOOR >> 20) + 8):
+            f.write(b'0,' * (1 << 19))
+        f.write(b'0]"\n')
+    assert os.path.getsize(path) < 500_000
+    cfg = make_cfg(tmp_path, **{'dataset.format': 'OGB', 'dataset.name': FUNC})
+    with pytest.raises(OversizeDataError, match='decompresses to more than'):
+        load_dataset(cfg)

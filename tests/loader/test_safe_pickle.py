@@ -1,17 +1,26 @@
-"""Raw data files that could run code are refused before any loader reads
-them; plain data (containers, NumPy arrays, tensors) passes."""
-import collections
+"""Dataset files go through the one reader: a crafted raw file, split file
+or PyG processed file is refused unread (exit code 5, the file named) through
+every path that reads it -- this project's readers, PyG's and OGB's own
+loading (``torch.load``, ``fs.torch_load`` and its ``weights_only=False``
+retry, ``pickle.load``) -- and a file or gzip stream that expands far past
+its size is refused before the memory is taken."""
 import gzip
-import io
 import os
 import pickle
+import zipfile
 
 import numpy as np
 import pytest
 import torch
 
-from graphgps_ext.loader.safe_pickle import (UnsafeDataError, check_file,
-                                             load_pickle)
+from graphgps_ext.loader import load_dataset
+from graphgps_ext.loader.errors import DataError
+from graphgps_ext.loader.safe_pickle import (GZIP_FACTOR, OversizeDataError,
+                                             UnsafeDataError, check_file,
+                                             guarded, load_file, read_gzip)
+from graphgps_ext.safe_load import FLOOR, CorruptPickleError
+
+from .conftest import make_cfg
 
 
 class Payload:
@@ -24,135 +33,134 @@ class Payload:
         return self.fn, self.args
 
 
-class Plain:
-    """An ordinary class of a module: building it is not plain data."""
+@pytest.fixture
+def marker(tmp_path):
+    """A file that only running the payload creates."""
+    path = tmp_path / 'created-by-unpickling'
+    yield path
+    assert not path.exists(), 'the payload ran'
 
 
-def _legacy_tensor_pickle(obj) -> bytes:
-    return pickle.dumps(obj)  # tensors pickled as ZINC's raw files are
-
-
-# (id, how to write the file (path, marker) -> None, the global named)
-UNSAFE = [
-    ('os-system', lambda p, m: p.write_bytes(pickle.dumps(
-        {'train': [1, Payload(os.system, f'touch {m}')]})), 'system'),
-    ('builtins-open', lambda p, m: p.write_bytes(pickle.dumps(
-        [Payload(open, str(m), 'w')])), 'open'),
-    ('builtins-eval', lambda p, m: p.write_bytes(pickle.dumps(
-        Payload(eval, f"open({str(m)!r}, 'w')"))), 'builtins.eval'),
-    ('exec-in-list', lambda p, m: p.write_bytes(pickle.dumps(
-        [np.arange(3), Payload(exec, f"open({str(m)!r}, 'w')")])), 'builtins.exec'),
-    ('a-class', lambda p, m: p.write_bytes(pickle.dumps(Plain())), 'Plain'),
-    ('protocol-0', lambda p, m: p.write_bytes(pickle.dumps(
-        Payload(open, str(m), 'w'), protocol=0)), 'open'),
-    ('after-tensors', lambda p, m: p.write_bytes(_legacy_tensor_pickle(
-        [{'atom_type': torch.arange(4)}, Payload(open, str(m), 'w')])), 'open'),
-    ('torch-zip', lambda p, m: torch.save({'x': Payload(open, str(m), 'w')}, str(p)),
-     'open'),
-    ('torch-zip-system', lambda p, m: torch.save(
-        [torch.ones(2), Payload(os.system, f'touch {m}')], str(p)), 'system'),
-]
-
-# (id, object): plain data that must load.
-SAFE = [
-    ('split-dict', {'train': np.arange(5), 'val': np.array([5]), 'test': [6, 7]}),
-    ('ordered-dict', collections.OrderedDict(a=1, b=(2.5, 'x'), c={3}, d=frozenset([1]))),
-    ('zinc-like', [{'num_atom': 3, 'atom_type': torch.tensor([1, 2, 3]),
-                    'bond_type': torch.zeros(3, 3, dtype=torch.long),
-                    'logP_SA_cycle_normalized': torch.tensor([0.5])}]),
-    ('numpy-dtypes', [np.float32(1.5), np.zeros((2, 2), dtype=np.int64),
-                      np.dtype('float16'), complex(1, 2), b'bytes', bytearray(b'x')]),
-]
-
-
-@pytest.mark.parametrize('write,named', [c[1:] for c in UNSAFE], ids=[c[0] for c in UNSAFE])
-def test_crafted_file_is_refused_unread(tmp_path, write, named):
-    marker = tmp_path / 'created-by-unpickling'
+def test_refusals_are_data_errors_naming_the_file(tmp_path, marker):
     path = tmp_path / 'split.pickle'
-    write(path, marker)
+    path.write_bytes(pickle.dumps({'train': Payload(open, str(marker), 'w')}))
     with pytest.raises(UnsafeDataError) as err:
-        check_file(str(path), 'Peptides')
+        load_file(str(path), 'Peptides')
     message = str(err.value)
-    assert str(path) in message and named in message and 'could run code' in message
-    assert message.startswith('Peptides: refused to read')
-    assert not marker.exists()
-
-
-@pytest.mark.parametrize('obj', [c[1] for c in SAFE], ids=[c[0] for c in SAFE])
-def test_plain_data_loads(tmp_path, obj):
-    path = tmp_path / 'data.pickle'
-    path.write_bytes(pickle.dumps(obj))
-    check_file(str(path))
-    got = load_pickle(str(path))
-    assert type(got) is type(obj)
-    assert repr(got) == repr(obj)
-
-
-def test_other_formats_pass_and_damaged_pickles_are_named(tmp_path):
-    text = tmp_path / 'graph.txt'
-    text.write_text('1, 2\n')
-    packed = tmp_path / 'table.csv.gz'
-    with gzip.open(packed, 'wt') as f:
-        f.write('a,b\n')
-    truncated = tmp_path / 'train.pickle'
-    truncated.write_bytes(pickle.dumps(list(range(1000)))[:50])
-    zipped = tmp_path / 'ok.pt'
-    torch.save({'w': torch.ones(2)}, str(zipped))
-    for path in (text, packed, zipped, tmp_path / 'missing.pickle'):
-        assert check_file(str(path)) is None  # nothing to refuse
-    assert 'is truncated or not a pickle' in check_file(str(truncated))
+    assert message.startswith(f'Peptides: refused to read {path}: it asks for ')
+    assert 'could run code' in message and err.value.path == str(path)
+    big = tmp_path / 'train.pickle'
+    big.write_bytes(pickle.dumps(Payload(bytearray, 2 ** 30)))
+    with pytest.raises(OversizeDataError) as err:
+        load_file(str(big), 'ZINC')
+    assert 'would take the data it builds to 1.0 GB' in str(err.value)
+    assert 'could run code' not in str(err.value) and isinstance(err.value, DataError)
     empty = tmp_path / 'val.pickle'
     empty.write_bytes(b'')
-    assert check_file(str(empty)).startswith(f'{empty} is empty')
-    with pytest.raises(Exception) as err:  # the loader reports it as corrupt
-        load_pickle(str(truncated))
-    assert not isinstance(err.value, UnsafeDataError)
+    with pytest.raises(CorruptPickleError, match='empty'):
+        load_file(str(empty))
 
 
-def test_nested_serialized_storage_is_read_weights_only(tmp_path):
-    """A tensor pickled with plain pickle carries its storage as bytes read
-    by torch.load; a crafted storage blob is refused too."""
-    buf = io.BytesIO()
-    torch.save({'x': Payload(open, str(tmp_path / 'marker'), 'w')}, buf,
+def test_guard_routes_every_loader_of_pyg_and_torch(tmp_path, marker):
+    """Inside the guard, torch.load (whatever weights_only), PyG's
+    fs.torch_load (which retries a refused file with weights_only=False)
+    and pickle.load all read through the one reader."""
+    from torch_geometric.io import fs
+    legacy, zipped, plain = (tmp_path / n for n in ('a.pt', 'b.pt', 'c.pickle'))
+    payload = Payload(open, str(marker), 'w')
+    torch.save({'x': torch.ones(2), 'p': payload}, legacy,
                _use_new_zipfile_serialization=False)
-
-    class Storage:
-        def __reduce__(self):
-            import torch.storage
-            return torch.storage._load_from_bytes, (buf.getvalue(),)
-
-    path = tmp_path / 'train.pickle'
-    path.write_bytes(pickle.dumps([Storage()]))
-    with pytest.raises(Exception) as err:
-        load_pickle(str(path))
-    assert 'GLOBAL' in str(err.value) or isinstance(err.value, UnsafeDataError)
-    assert not (tmp_path / 'marker').exists()
-
-
-def test_crafted_peptides_split_file_is_refused(tmp_path):
-    from graphgps_ext.loader.peptides import VARIANTS, read_split
-    name = 'peptides-functional'
-    folder = tmp_path / name
-    folder.mkdir()
-    marker = tmp_path / 'created-by-unpickling'
-    (folder / VARIANTS[name]['split']).write_bytes(pickle.dumps(
-        {'train': Payload(open, str(marker), 'w'), 'val': [0], 'test': [1]}))
-    with pytest.raises(UnsafeDataError, match=VARIANTS[name]['split']):
-        read_split(str(folder), name)
-    assert not marker.exists()
+    torch.save([payload], zipped)
+    plain.write_bytes(pickle.dumps(payload))
+    original = torch.load, pickle.load
+    seen = []
+    with guarded('X', on_read=seen.append):
+        for path in (legacy, zipped):
+            with pytest.raises(UnsafeDataError, match='asks for'):
+                torch.load(str(path), weights_only=False)
+            with pytest.raises(UnsafeDataError, match='asks for'):
+                fs.torch_load(str(path))
+        with open(plain, 'rb') as f, pytest.raises(UnsafeDataError, match='asks for'):
+            pickle.load(f)
+        good = tmp_path / 'good.pt'
+        torch.save({'w': torch.arange(3)}, good)
+        assert torch.equal(torch.load(str(good))['w'], torch.arange(3))
+    assert (torch.load, pickle.load) == original
+    assert str(legacy) in seen and str(plain) in seen
 
 
-def test_crafted_raw_file_is_refused_before_the_dataset_class_reads_it(tmp_path):
-    """ProcessedCache checks the raw files before it builds the dataset."""
-    from graphgps_ext.loader.integrity import ProcessedCache, RawFiles
-    raw = tmp_path / 'raw'
-    raw.mkdir()
-    marker = tmp_path / 'created-by-unpickling'
-    (raw / 'train.pickle').write_bytes(pickle.dumps([Payload(open, str(marker), 'w')]))
-    built = []
-    files = RawFiles("'ZINC'", [str(raw / 'train.pickle')], ['https://example.org'],
-                     str(raw), inputs=[str(raw)])
-    cache = ProcessedCache(files, str(tmp_path / 'processed'))
-    with pytest.raises(UnsafeDataError, match='train.pickle'):
-        cache.load(lambda: built.append(1), check=None)
-    assert not built and not marker.exists()
+def _crafted_legacy(path, payload, good):
+    """A legacy torch file shaped like ``good`` whose object holds ``payload``."""
+    torch.save([good, payload], path, _use_new_zipfile_serialization=False)
+
+
+def test_crafted_mnist_v2_is_refused_through_pyg(tmp_path, marker):
+    raw = tmp_path / 'GNNBenchmarkDataset' / 'MNIST' / 'raw'
+    raw.mkdir(parents=True)
+    _crafted_legacy(raw / 'MNIST_v2.pt', Payload(os.system, f'touch {marker}'),
+                    {'x': torch.rand(4, 1)})
+    with pytest.raises(UnsafeDataError, match='MNIST_v2.pt: it asks for'):
+        load_dataset(make_cfg(tmp_path, **{'dataset.format': 'PyG-GNNBenchmarkDataset',
+                                           'dataset.name': 'MNIST'}))
+
+
+def test_crafted_lrgb_train_pt_is_refused_through_pyg(tmp_path, marker):
+    raw = tmp_path / 'LRGBDataset' / 'peptides-func' / 'raw'
+    raw.mkdir(parents=True)
+    for split in ('train', 'val', 'test'):
+        _crafted_legacy(raw / f'{split}.pt', Payload(open, str(marker), 'w'),
+                        (torch.zeros(2, 9).long(), torch.zeros(2, 3).long(),
+                         torch.tensor([[0, 1], [1, 0]]), torch.zeros(1, 10)))
+    with pytest.raises(UnsafeDataError, match=r'train.pt: it asks for .*open'):
+        load_dataset(make_cfg(tmp_path, **{'dataset.format': 'PyG-LRGBDataset',
+                                           'dataset.name': 'Peptides-func'}))
+
+
+def test_crafted_pcqm_split_dict_is_refused(tmp_path, marker):
+    import pandas as pd
+    folder = tmp_path / 'pcqm4m-v2'
+    (folder / 'raw').mkdir(parents=True)
+    pd.DataFrame({'idx': range(4), 'smiles': ['CCO', 'CC', 'CCN', 'CO'],
+                  'homolumogap': [1.0, 2.0, 3.0, 4.0]}).to_csv(
+        folder / 'raw' / 'data.csv.gz', index=False)
+    torch.save({'train': np.arange(2), 'valid': np.arange(2, 3),
+                'test-dev': Payload(open, str(marker), 'w')}, folder / 'split_dict.pt',
+               _use_new_zipfile_serialization=False)
+    open(folder / 'RELEASE_v1.txt', 'w').close()
+    with pytest.raises(UnsafeDataError, match='split_dict.pt: it asks for'):
+        load_dataset(make_cfg(tmp_path, **{'dataset.format': 'OGB',
+                                           'dataset.name': 'PCQM4Mv2-full'}))
+
+
+def _gzip_bomb(path, nbytes):
+    with gzip.open(path, 'wb') as f:
+        for _ in range(nbytes >> 20):
+            f.write(bytes(1 << 20))
+
+
+def test_gzip_and_zip_expansion_is_bounded(tmp_path):
+    bomb = tmp_path / 'table.csv.gz'
+    _gzip_bomb(bomb, FLOOR + (8 << 20))
+    size = os.path.getsize(bomb)
+    assert FLOOR + GZIP_FACTOR * size < FLOOR + (8 << 20)  # about 70 KB
+    with pytest.raises(OversizeDataError, match='gzip file that decompresses to more'):
+        check_file(str(bomb), 'X')
+    with pytest.raises(OversizeDataError, match='table.csv.gz'):
+        read_gzip(str(bomb), 'X')
+    archive = tmp_path / 'data.npz'
+    with zipfile.ZipFile(archive, 'w', zipfile.ZIP_DEFLATED) as z, \
+            z.open('a.npy', 'w') as f:
+        for _ in range((FLOOR >> 20) + 8):
+            f.write(bytes(1 << 20))
+    with pytest.raises(OversizeDataError, match='declaring'):
+        check_file(str(archive))
+    fine = tmp_path / 'ok.csv.gz'
+    with gzip.open(fine, 'wt') as f:
+        f.write('a,b\n1,2\n')
+    assert check_file(str(fine)) is None and read_gzip(str(fine)) == b'a,b\n1,2\n'
+    broken = tmp_path / 'broken.csv.gz'
+    broken.write_bytes(fine.read_bytes()[:12])
+    assert 'truncated or not gzip data' in check_file(str(broken))
+    empty = tmp_path / 'e.txt'
+    empty.write_bytes(b'')
+    assert check_file(str(empty)) == f'{empty} is empty'

@@ -183,6 +183,47 @@ def test_tu_without_node_labels_gets_degree_types(tmp_path):
     assert load_dataset(cfg).task.node_num_types == 3
 
 
+def _tu_files(raw, name='TOY', edges=((1, 2), (2, 1), (4, 5), (5, 4)),
+              indicator=(1, 1, 1, 2, 2), labels=(1, 2), node_labels=None):
+    raw.mkdir(parents=True, exist_ok=True)
+    (raw / f'{name}_A.txt').write_text(''.join(', '.join(map(str, e)) + '\n'
+                                               for e in edges))
+    (raw / f'{name}_graph_indicator.txt').write_text(
+        ''.join(f'{g}\n' for g in indicator))
+    (raw / f'{name}_graph_labels.txt').write_text(''.join(f'{y}\n' for y in labels))
+    if node_labels is not None:
+        (raw / f'{name}_node_labels.txt').write_text(
+            ''.join(f'{v}\n' for v in node_labels))
+
+
+@pytest.mark.parametrize('change,words', [
+    (dict(edges=((1, 2), (2, 0))), 'TOY_A.txt line 2: node id 0 (TU node ids run from 1'),
+    (dict(edges=((1, 2), (9, 1))), 'line 2: node id 9 (TU node ids run from 1 to the 5 nodes'),
+    (dict(edges=((1, 2), (3, 4))), 'line 2: the edge 3, 4 joins graph 1 and graph 2'),
+    (dict(edges=((1, 2), (2, 'x'))), 'TOY_A.txt is not two integer node ids per line'),
+    (dict(edges=((1, 2, 3),)), 'TOY_A.txt is not two integer node ids per line'),
+    (dict(indicator=(1, 2, 1, 2, 2)), 'line 3: graph ids must not decrease'),
+    (dict(indicator=(0, 1, 1, 2, 2)), 'holds graph id 0 (TU graph ids start at 1)'),
+    (dict(labels=(1, 2, 1)), 'TOY_graph_labels.txt has 3 lines, not one per graph (2)'),
+    (dict(node_labels=(1, 2, 3)), 'TOY_node_labels.txt has 3 lines, not one per node (5)'),
+])
+def test_tu_files_are_checked_before_pyg_reads_them(tmp_path, change, words):
+    """PyG drops an edge to node 0 and mixes graphs up without a word:
+    each is refused, naming the file and line."""
+    from graphgps_ext.loader.errors import DataCorruptError
+    from graphgps_ext.loader.sources import check_tu_files
+    raw = tmp_path / 'TUDataset' / 'TOY' / 'raw'
+    _tu_files(raw)
+    assert check_tu_files(str(raw), 'TOY') is None
+    _tu_files(raw, **change)
+    assert words in check_tu_files(str(raw), 'TOY')
+    with pytest.raises(DataCorruptError, match='the raw files give unusable data') as err:
+        load_dataset(make_cfg(tmp_path, **{'dataset.format': 'PyG-TUDataset',
+                                           'dataset.name': 'TOY',
+                                           'dataset.split': [0.5, 0.25, 0.25]}))
+    assert words in str(err.value) and 'TOY.zip' in str(err.value)
+
+
 # ------------------------------------------------------------------- OGB --
 def _ogb_folder(root, graphs, labels, split_type, extra_node=None):
     """Write OGB's raw csv layout: graphs = [(x, edge_feat|None, edge_index

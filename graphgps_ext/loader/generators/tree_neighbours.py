@@ -28,8 +28,9 @@ Variants (``variant``):
 Per graph: ``x`` Long ``[n, 2]``, ``edge_index`` ``[2, 2^{r+1}-2]`` (plus
 ``n`` self-loops for ``'bottleneck'``), ``y`` Long ``[1]``, ``root_mask``
 Bool ``[n]`` (node 0).  Generation is vectorised over all graphs (no
-per-graph ``Data`` objects); the storage needs about
-``G * n * 2 * 8 * 2`` bytes (r = 7: ~4 GB).
+per-graph ``Data`` objects). Its memory, :func:`memory_need`, is checked
+against the machine's before anything is drawn
+(:func:`graphgps_ext.config.sizes.check`).
 """
 import itertools
 import math
@@ -41,6 +42,9 @@ import torch
 from torch import Tensor
 from torch_geometric.data import Data, InMemoryDataset
 from torch_geometric.io import fs
+
+from graphgps_ext.config.sizes import Need, product
+from graphgps_ext.loader.safe_pickle import load_file
 
 VARIANTS = {
     # name: (permutation cap, total-graph cap, self-loops)
@@ -80,6 +84,33 @@ def num_permutations(depth: int, variant: str) -> int:
     if depth > 3:
         count = min(count, total_cap // k)
     return count
+
+
+def num_graphs(depth: int, variant: str = 'mlpmixer', max_graphs: int = 0) -> int:
+    """The number of graphs :func:`generate` draws."""
+    count = num_permutations(depth, variant)
+    if max_graphs > 0:
+        count = min(count, max(MIN_PERMUTATIONS, max_graphs // 2 ** depth))
+    return count * 2 ** depth
+
+
+def memory_need(depth: int, variant: str = 'mlpmixer', max_graphs: int = 0,
+                generating: bool = True) -> Need:
+    r"""The memory of the dataset: per graph ``x`` (:math:`16n` bytes),
+    ``root_mask`` (:math:`n`), ``edge_index`` (:math:`16E`) and ``y``;
+    ``generating``: three times that (PyG saves the graphs through two
+    in-memory copies, more than the drawing takes)."""
+    n = 2 ** (depth + 1) - 1
+    edges = n - 1 + (n if VARIANTS[variant][2] else 0)
+    graphs = num_graphs(depth, variant, max_graphs)
+    copies = 3 if generating else 1
+    how = (f'{graphs:,} graphs x ({n:,} nodes x 17 + {edges:,} edges x 16 + 8) bytes'
+           + (', x 3 while PyG saves them' if generating else ''))
+    return Need('the TreeNeighbourMatch graphs',
+                product(copies, graphs, 17 * n + 16 * edges + 8),
+                (f'dataset.tree_depth {depth}', f'dataset.max_graphs {max_graphs}'),
+                how, 'Lower dataset.tree_depth, or set dataset.max_graphs to '
+                     'generate fewer graphs')
 
 
 def draw_permutations(depth: int, variant: str, rng: np.random.Generator,
@@ -179,12 +210,11 @@ class TreeNeighbourMatch(InMemoryDataset):
         self.seed, self.max_graphs = int(seed), int(max_graphs)
         super().__init__(root, transform)
         self.load(self.processed_paths[0])
-        self.split_idx = fs.torch_load(self.processed_paths[1])
+        self.split_idx = load_file(self.processed_paths[1])
 
     @property
     def tag(self) -> str:
-        size = f'_max{self.max_graphs}' if self.max_graphs > 0 else ''
-        return f'r{self.depth}_{self.variant}_seed{self.seed}{size}'
+        return tag(self.depth, self.variant, self.seed, self.max_graphs)
 
     @property
     def raw_file_names(self):
@@ -207,6 +237,12 @@ class TreeNeighbourMatch(InMemoryDataset):
     def __repr__(self) -> str:
         return (f'TreeNeighbourMatch(r={self.depth}, {self.variant}, '
                 f'{len(self)})')
+
+
+def tag(depth: int, variant: str, seed: int, max_graphs: int = 0) -> str:
+    """The name of the processed file of a generation."""
+    size = f'_max{max_graphs}' if max_graphs > 0 else ''
+    return f'r{depth}_{variant}_seed{seed}{size}'
 
 
 def cache_root(base: str) -> str:
