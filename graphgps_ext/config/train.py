@@ -85,12 +85,22 @@ def train_cfg(cfg):
     # ---- Weights & Biases ---------------------------------------------------
     cfg.wandb = CN()
     cfg.wandb.use = False
-    # online | offline | disabled. Online without an API key falls back to
-    # offline (files under <run dir>/wandb, upload later with `wandb sync`).
     cfg.wandb.project = 'graphgps_ext'
     # W&B entity (user or team); '' = your default entity.
     cfg.wandb.entity = ''
+    # The run's name (GraphGPS's key); '' = <run_name>-s<seed>. The group is
+    # the run_name, so the seeds of a config are grouped.
+    cfg.wandb.name = ''
+    # wandb.init's tags (a list), notes (free text) and job_type ('' = none).
+    cfg.wandb.tags = []
+    cfg.wandb.notes = ''
+    cfg.wandb.job_type = ''
+    # online | offline | disabled. Online without an API key falls back to
+    # offline (files under <run dir>/wandb, upload later with `wandb sync`).
     cfg.wandb.mode = 'online'
+    # Log ckpt/best.pt as the W&B artifact model-<run id> (type 'model')
+    # when the run finishes.
+    cfg.wandb.log_model = False
 
 
 def _global_batch_and_scaling(cfg):

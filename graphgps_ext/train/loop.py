@@ -1,6 +1,7 @@
 """The training loop: epochs, evaluation, model selection, checkpoints.
 
-One :class:`Trainer` trains one seed. Per epoch ``t`` (0-based):
+One :class:`Trainer` trains one seed. Per epoch ``t`` (numbered from 0, in
+the files and the log alike, :mod:`graphgps_ext.logger`):
 
 1. train over ``loaders['train']`` (optimiser step per batch, optional
    gradient-norm clipping), collecting predictions for the train metrics;
@@ -9,7 +10,9 @@ One :class:`Trainer` trains one seed. Per epoch ``t`` (0-based):
 3. model selection: a strictly better validation value of ``metric_best``
    (direction ``min``/``max`` from the task) makes ``t`` the best epoch and
    writes ``ckpt/best.pt`` and ``best.json`` (without a ``val`` split the
-   train split selects);
+   train split selects); then the epoch's stats, TensorBoard and W&B records and log line are
+   written (:meth:`~graphgps_ext.logger.RunLogger.log_epoch`, with the best
+   epoch so far and the training time for the ETA);
 4. scheduler step (``reduce_on_plateau`` on the validation loss);
 5. stop early after ``train.early_stop_patience`` epochs without improvement
    (``0``: never), or (``reduce_on_plateau``) once the lr is below
@@ -392,7 +395,7 @@ class Trainer:
     def save_last(self):
         if not all_finite(self.model):
             raise NonFiniteLossError(
-                f'parameters became non-finite at epoch {self.last_epoch + 1}; '
+                f'parameters became non-finite after epoch {self.last_epoch}; '
                 f'{self.last_path} keeps the last good state. Lower '
                 'optim.base_lr or set optim.clip_grad_norm True.')
         state = self.state_dict()  # collective: on every process
@@ -462,7 +465,7 @@ class Trainer:
         if not self.progress:
             return loader
         from tqdm import tqdm
-        return tqdm(loader, desc=f'{split} {epoch + 1}', leave=False, file=sys.stderr)
+        return tqdm(loader, desc=f'{split} epoch {epoch}', leave=False, file=sys.stderr)
 
     def _forward(self, net, batch):
         """``(pred, true, loss)`` of ``batch`` (loss in float32 under
@@ -515,7 +518,7 @@ class Trainer:
         if done.skipped:
             self.skipped_batches += done.skipped
             self.log.warning(
-                f'epoch {epoch + 1}: skipped {done.skipped} training batch(es) '
+                f'epoch {epoch}: skipped {done.skipped} training batch(es) '
                 'of a single node (BatchNorm needs more than one value per '
                 f'channel in training); {self.skipped_batches} in this run')
         return done
@@ -597,9 +600,9 @@ class Trainer:
         return dist.broadcast_object(record)
 
     def _raise_non_finite(self, split: str, epoch: int, bad):
-        where = (f'{bad[1]} loss in {split} at epoch {epoch + 1}, batch {bad[0] + 1}'
+        where = (f'{bad[1]} loss in {split} at epoch {epoch}, batch {bad[0]}'
                  if bad is not None else
-                 f'non-finite loss in {split} at epoch {epoch + 1} on another process')
+                 f'non-finite loss in {split} at epoch {epoch} on another process')
         raise NonFiniteLossError(
             f'{where}. Lower optim.base_lr or set optim.clip_grad_norm True '
             f'(optim.clip_grad_norm_value); {self.last_path} keeps the last '
@@ -615,8 +618,8 @@ class Trainer:
         for epoch in range(self.start_epoch, cfg.optim.max_epoch):
             records = {'train': self.run_split('train', epoch, train=True)}
             records.update(self.evaluate(epoch))
-            self.logger.log_epoch(epoch, records)
             self._select(epoch, records)
+            self.logger.log_epoch(epoch, records, self.best, self.elapsed())
             self._step_scheduler(records)
             self.stopped = self._should_stop(epoch)
             self.last_epoch = epoch
@@ -665,12 +668,12 @@ class Trainer:
         patience = cfg.train.early_stop_patience
         if (patience > 0 and self.best is not None
                 and epoch - self.best['epoch'] >= patience):
-            self.log.info(f'early stop at epoch {epoch + 1}: no better '
+            self.log.info(f'early stop after epoch {epoch}: no better '
                           f'{self.select_split} {self.metric} for {patience} epochs')
             return True
         if (cfg.optim.scheduler == 'reduce_on_plateau'
                 and current_lr(self.optimizer) < cfg.optim.min_lr):
-            self.log.info(f'stop at epoch {epoch + 1}: lr '
+            self.log.info(f'stop after epoch {epoch}: lr '
                           f'{current_lr(self.optimizer):.3g} < optim.min_lr '
                           f'{cfg.optim.min_lr:g}')
             return True
