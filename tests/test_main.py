@@ -140,7 +140,7 @@ def test_ctrl_c_agg_unfinished_and_resume_equals_uninterrupted(three_seeds, caps
     text = proc.stdout + proc.stderr
     assert proc.returncode == 130, text
     assert 'INFO epoch 2 | ' not in text
-    assert 'holds the state after epoch 1. Resume with' in text
+    assert 'holds the state after epoch 0. Resume with' in text  # epoch 1 unsaved
     assert 'Resume with' in text and 'train.auto_resume True' in text
     run = out / 'quick' / '2'
     assert (run / 'ckpt' / 'last.pt').exists() and not (run / 'done').exists()
