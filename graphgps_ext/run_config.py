@@ -28,7 +28,7 @@ from yacs.config import CfgNode
 from graphgps_ext.branches import (HeadsError, catalogue as branch_catalogue,
                                    divisors, parse_layer_type)
 from graphgps_ext.compat import merge_config_file
-from graphgps_ext.config import (COMMAND_LINE, ConfigError, closest,
+from graphgps_ext.config import (COMMAND_LINE, ConfigError, UnknownKeys, closest,
                                  config_warnings, did_you_mean, get_key,
                                  merge_list, validate)
 from graphgps_ext.config.posenc import PE_NAMES, node_encoder_parts
@@ -103,11 +103,19 @@ def load_cfg(cfg_file: Optional[str] = None,
     register_all()
     cfg = graphgym_cfg
     set_cfg(cfg)
-    sources = {}
+    sources, unknown = {}, []
     if cfg_file is not None:
-        _, keys = merge_config_file(cfg, cfg_file, opts)  # foreign: translated
-        sources.update((k, f'in {cfg_file}') for k in keys)
-    sources.update((k, COMMAND_LINE) for k in merge_list(cfg, opts))
+        try:
+            _, keys = merge_config_file(cfg, cfg_file, opts)  # foreign: translated
+            sources.update((k, f'in {cfg_file}') for k in keys)
+        except UnknownKeys as err:  # listed with the command line's
+            unknown += err.problems
+    try:
+        sources.update((k, COMMAND_LINE) for k in merge_list(cfg, opts))
+    except UnknownKeys as err:
+        unknown += err.problems
+    if unknown:
+        raise ConfigError.listing(unknown)
     validate(cfg, default_cfg(), sources)
     cfg.accelerator = resolve_accelerator(cfg.accelerator)
     if not cfg.run_name:

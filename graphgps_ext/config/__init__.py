@@ -47,7 +47,7 @@ overrides, type coercion, merging) and :mod:`~graphgps_ext.config.validation`
 :mod:`~graphgps_ext.config.groups`, imports every group module and is not
 re-exported.
 """
-from graphgps_ext.config.keys import (COMMAND_LINE, ConfigError, all_keys,
+from graphgps_ext.config.keys import (COMMAND_LINE, ConfigError, UnknownKeys, all_keys,
                                       closest, did_you_mean, flatten, get_key,
                                       key_matches, leaf_keys, set_key,
                                       unflatten)
@@ -66,7 +66,7 @@ from graphgps_ext.config.yaml_io import (YAML_MAX_DEPTH, YAML_MAX_NODES,
                                          merge_file, merge_list, read_yaml)
 
 __all__ = [
-    'COMMAND_LINE', 'ConfigError', 'all_keys', 'closest', 'did_you_mean',
+    'COMMAND_LINE', 'ConfigError', 'UnknownKeys', 'all_keys', 'closest', 'did_you_mean',
     'flatten', 'get_key', 'key_matches', 'leaf_keys', 'set_key', 'unflatten',
     'Declarations', 'Ignored', 'Text', 'advice', 'at_most', 'auto_or_bool',
     'bounded', 'choices', 'declarations', 'declared', 'has_branch', 'ignored',
