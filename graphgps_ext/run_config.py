@@ -340,12 +340,14 @@ def _check_task_fit(cfg: CfgNode, name: str, task_type: str,
                                  if key == 'metric_best' else ''))
 
 
-def finalize_cfg(cfg: CfgNode, task: TaskInfo) -> Tuple[str, str]:
+def finalize_cfg(cfg: CfgNode, task: TaskInfo, warn: bool = True) -> Tuple[str, str]:
     """Resolve the dataset-dependent ``auto`` values from ``task``
     (:class:`~graphgps_ext.task.TaskInfo`) and log the config's
     warnings (:func:`~graphgps_ext.config.config_warnings`: keys a file sets
-    that have no effect, a run shorter than its warm-up, ...); returns
-    ``(metric_best, direction)``."""
+    that have no effect, a run shorter than its warm-up, ...; ``warn``
+    False: not logged, for a reader of a finished run such as the attention
+    pictures, to which they do not apply); returns ``(metric_best,
+    direction)``."""
     warnings = config_warnings(cfg, default_cfg())
     _check_task_fit(cfg, task.name, task.task_type, task.num_outputs)
     if cfg.metric_best == 'auto':
@@ -359,6 +361,6 @@ def finalize_cfg(cfg: CfgNode, task: TaskInfo) -> Tuple[str, str]:
     cfg.metric_agg = agg
     if cfg.model.loss_fun == 'auto':
         cfg.model.loss_fun = task.loss
-    for msg in warnings:
+    for msg in warnings if warn else ():
         get_logger().warning(msg)
     return metric, mode
