@@ -8,6 +8,7 @@ preceded by ``<!-- readme-test: skip (reason) -->`` is not run: installing,
 the test suite itself, runs of hours, GPUs and clusters. Every other block
 must exit 0.
 """
+import json
 import os
 import re
 import shutil
@@ -118,6 +119,15 @@ def test_readme_commands_run_as_written(tmp_path):
             f'{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}')
         assert 'Traceback' not in proc.stderr, f'README.md line {line}\n{proc.stderr}'
         if 'configs/quickstart.yaml\n' in script and 'main.py' in script:
-            assert 'best epoch' in proc.stdout
+            # The quick start's log file: an ETA on every epoch's line, and
+            # the best epoch it names is best.json's.
+            run = work / 'results' / 'quickstart' / '0'
+            log = (run / 'logging.log').read_text()
+            best = json.loads((run / 'best.json').read_text())
+            assert log.count(' ETA ') == 10
+            assert f"INFO best epoch {best['epoch']}: " in log
+            assert f"INFO best epoch {best['epoch']}: " in proc.stdout
+        if 'graphgps_ext.viz' in script:
+            assert (work / 'results' / 'quickstart' / 'viz' / 'attention_nodes.png').exists()
         ran += 1
-    assert ran >= 8
+    assert ran >= 9
