@@ -606,7 +606,7 @@ class RunLogger:
             metadata={'epoch': best['epoch'], 'metric': best['metric'],
                       'split': best['split'], 'value': best['value'],
                       'run_name': self.name, 'seed': self.cfg.seed})
-        artifact.add_file(path, name='best.pt')
+        artifact.add_file(path, name=os.path.basename(path))
         run.log_artifact(artifact, aliases=['best', f'epoch-{best["epoch"]}'])
 
     def close(self, failed: bool = False):
