@@ -127,6 +127,12 @@ def test_readme_commands_run_as_written(tmp_path):
             assert log.count(' ETA ') == 10
             assert f"INFO best epoch {best['epoch']}: " in log
             assert f"INFO best epoch {best['epoch']}: " in proc.stdout
+        if re.search(r'^python -m graphgps_ext\.report\s*(#|$)', script, re.M):
+            # The report's tables to publish.
+            assert (work / 'results' / 'REPORT.csv').read_text().startswith('group,paper,')
+            assert '\\begin{tabular}' in (work / 'results' / 'REPORT.tex').read_text()
+        if '--overlay quickstart quick-3layers' in script:
+            assert (work / 'results' / 'overlay_quickstart_quick-3layers.png').exists()
         if 'graphgps_ext.viz' in script:
             assert (work / 'results' / 'quickstart' / 'viz' / 'attention_nodes.png').exists()
         ran += 1
