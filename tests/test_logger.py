@@ -301,6 +301,19 @@ def test_wandb_and_tensorboard_as_their_users_expect(tiny_run, tiny_cfg, monkeyp
     assert 'val/lr' not in tags and 'train/params' not in tags
 
 
+def test_wandb_keys_of_graphgps_and_wandb_init_are_accepted(capsys, monkeypatch):
+    monkeypatch.syspath_prepend(ROOT)
+    import main
+    rc = main.main(['--cfg', os.path.join(ROOT, 'configs', 'quickstart.yaml'), '--dry-run',
+                    'wandb.name', 'my-run', 'wandb.tags', "['ablation', 'cpu']",
+                    'wandb.notes', 'first try', 'wandb.job_type', 'train',
+                    'wandb.log_model', 'True'])
+    assert rc == 0, capsys.readouterr().err
+    from graphgps_ext.run_config import load_cfg
+    cfg = load_cfg(None, ['wandb.tags', "['ablation', 'cpu']"])
+    assert list(cfg.wandb.tags) == ['ablation', 'cpu']
+
+
 def test_logged_config_leaves_out_inert_keys():
     from graphgps_ext.logger import logged_config
     from graphgps_ext.run_config import load_cfg
