@@ -173,10 +173,13 @@ def format_table(result: Dict) -> str:
     keys = [k for k in best.get('test', next(iter(best.values())))
             if not k.endswith('_std') and k not in ('num_seeds', 'seeds', 'metric', 'mode',
                                                     'params', 'lr', 'time_epoch')]
-    header = ['split'] + keys
+    header = ['split'] + ['best epoch' if k == 'epoch' else k for k in keys]
     rows = []
     for split, rec in best.items():
-        rows.append([split] + [f"{rec[k]:.4f} ± {rec.get(k + '_std', 0.0):.4f}"
+        # The best epoch (numbered from 0) is a mean over seeds: one decimal.
+        rows.append([split] + [(f"{rec[k]:.1f} ± {rec.get(k + '_std', 0.0):.1f}"
+                                if k == 'epoch' else
+                                f"{rec[k]:.4f} ± {rec.get(k + '_std', 0.0):.4f}")
                                if k in rec else '-' for k in keys])
     widths = [max(len(str(r[i])) for r in [header] + rows) for i in range(len(header))]
     lines = ['  '.join(str(c).ljust(w) for c, w in zip(r, widths))

@@ -1,18 +1,36 @@
 """Per-run logging: ``logging.log``, ``<split>/stats.json``, TensorBoard, W&B.
 
+Epochs are numbered from 0 everywhere: in the log lines, in the files
+(``epoch`` of ``stats.json``, ``best.json``, ``done``'s ``best_epoch``), in
+``agg/`` and the report, and as the step of TensorBoard and W&B, as GraphGym
+and GraphGPS number them. A run of ``optim.max_epoch`` N has the epochs
+0 .. N - 1; counts (``done``'s ``epochs``, "6 epochs left") are counts.
+
 A :class:`RunLogger` owns every output a run writes besides checkpoints:
 
 - one JSON object per line, per epoch and split, in
   ``<run dir>/<split>/stats.json`` (:data:`STATS_FILE`, GraphGym's name and
   format, so that GraphGym's ``agg_runs`` reads it: ``epoch``, ``loss``, the
   metrics, ``lr``, ``time_epoch`` in seconds, ``params``); ``best.json`` with the best-validation epoch of every split;
-- one summary line per epoch on stdout and in ``<run dir>/logging.log``;
-- with ``tensorboard.use``: tensorboardX event files in the run directory
-  (scalars ``<split>/<key>``, step = epoch);
+- one summary line per epoch, the same on stdout and in
+  ``<run dir>/logging.log`` (:meth:`RunLogger.epoch_line`): each split's
+  loss and metrics, the learning rate, the epoch's seconds, the training
+  time so far, the estimated time to the last epoch (ETA) and the best
+  epoch so far with its selection value;
+- with ``tensorboard.use``: tensorboardX event files in the run directory:
+  the scalars of :func:`epoch_scalars` (step = epoch), the run's config
+  (:func:`logged_config`) as text, and when the run finishes an HParams
+  entry: that config beside the best epoch's metrics (``best/<split>/<key>``,
+  ``best/epoch``), so that TensorBoard's HParams tab compares runs;
 - with ``wandb.use``: a W&B run (project ``wandb.project``, entity
   ``wandb.entity`` or your default, group = config name, name =
-  ``<name>-s<seed>``, the resolved config, per-epoch ``<split>/<key>`` and
-  ``best/<split>/<key>`` summary values). ``wandb.mode online`` without an
+  ``wandb.name`` or ``<name>-s<seed>``, ``wandb.tags``, ``wandb.notes``,
+  ``wandb.job_type``; the config of :func:`logged_config` with the W&B mode
+  the run used; per epoch the scalars of :func:`epoch_scalars` against the
+  x-axis ``epoch`` (``define_metric``); the summary values
+  ``best/<split>/<key>``, ``best/epoch`` and ``params``; with
+  ``wandb.log_model`` the best checkpoint as a ``model`` artifact when the
+  run finishes). ``wandb.mode online`` without an
   API key (``WANDB_API_KEY`` or ``~/.netrc``) falls back to ``offline`` with
   a warning; offline runs are written to ``<run dir>/wandb/`` for
   ``wandb sync``. The environment variable ``WANDB_MODE``, when set, wins
@@ -42,12 +60,15 @@ import netrc
 import os
 import struct
 import sys
+import time
 import zlib
 from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple
 from urllib.parse import urlparse
 
+from graphgps_ext.config import declarations, flatten, key_matches, unflatten
 from graphgps_ext.dist import get_rank, is_main_process
 from graphgps_ext.files import write_guard
+from graphgps_ext.identity import identity
 from graphgps_ext.run_dir import RunDir
 from graphgps_ext.task import SPLITS
 
@@ -176,6 +197,104 @@ def cfg_to_dict(cfg) -> Dict[str, Any]:
 def _fmt(value) -> str:
     if isinstance(value, float):
         return f'{value:.4g}'
+    return str(value)
+
+
+def duration(seconds: float) -> str:
+    """``'8.2s'``, ``'42s'``, ``'3m05s'``, ``'2h07m'``, ``'3d04h'``."""
+    s = max(0.0, float(seconds))
+    if s < 10:
+        return f'{s:.1f}s'
+    s = int(round(s))
+    if s < 60:
+        return f'{s}s'
+    if s < 3600:
+        return f'{s // 60}m{s % 60:02d}s'
+    if s < 86400:
+        return f'{s // 3600}h{s % 3600 // 60:02d}m'
+    return f'{s // 86400}d{s % 86400 // 3600:02d}h'
+
+
+#: Keys of a stats record that are not logged per split: the epoch (the
+#: step) and the parameter count (a fact of the model: W&B's summary, the
+#: TensorBoard config text). The learning rate is logged once, as
+#: ``train/lr``.
+NOT_LOGGED = ('epoch', 'params')
+
+
+def epoch_scalars(split: str, record: Dict[str, Any]) -> Dict[str, float]:
+    """``{'<split>/<key>': value}``: what TensorBoard and W&B get of a stats
+    record (its numbers but :data:`NOT_LOGGED`, and ``lr`` of the train
+    split only)."""
+    return {f'{split}/{k}': v for k, v in record.items()
+            if isinstance(v, (int, float)) and not isinstance(v, bool)
+            and k not in NOT_LOGGED and (k != 'lr' or split == 'train')}
+
+
+def logged_config(cfg) -> Dict[str, Any]:
+    """The effective config, flat (``{dotted key: value}``): the keys that
+    can change the run's results (:func:`graphgps_ext.identity.identity`)
+    without the GraphGym keys this project does not read (declared
+    ``unused``) and those this config makes ineffective (declared
+    ``ignored``, e.g. the MNA keys of a run without an MNA branch); plus
+    ``seed`` and ``run_name``."""
+    decl = declarations()
+    inert = list(decl.unused)
+    for dec in decl.ignored:
+        try:
+            if not dec.unless(cfg):
+                inert += list(dec.keys)
+        except (AttributeError, KeyError):  # a config without the groups it reads
+            continue
+    out = {k: v for k, v in identity(cfg).items() if not key_matches(k, inert)}
+    flat = flatten(cfg)
+    out.update({k: flat[k] for k in ('seed', 'run_name') if k in flat})
+    return dict(sorted(out.items()))
+
+
+class EpochClock:
+    """Elapsed time and ETA of a run, from the training time so far that the
+    trainer reports after each epoch (``elapsed``: every segment of a
+    resumed run). The ETA is the epochs left times the mean wall time of
+    this segment's epochs after its first (the first also compiles and
+    warms up; while it is the only one, its passes' own seconds stand in)."""
+
+    def __init__(self):
+        self.last: Optional[float] = None  # elapsed at the previous epoch
+        self.times: List[float] = []       # wall seconds of later epochs
+
+    def tick(self, elapsed: float, passes: float) -> float:
+        """Record an epoch; returns the seconds per epoch of the estimate."""
+        if self.last is not None:
+            self.times.append(max(0.0, elapsed - self.last))
+        self.last = elapsed
+        return sum(self.times) / len(self.times) if self.times else passes
+
+
+def best_values(best: Dict[str, Any]) -> Dict[str, Any]:
+    """``{'best/<split>/<key>': value, 'best/epoch': epoch}`` of a best
+    record: the W&B summary values and the TensorBoard HParams metrics."""
+    out = {}
+    for split in SPLITS:
+        for k, v in best.get(split, {}).items():
+            if k not in NOT_LOGGED and isinstance(v, (int, float)) \
+                    and not isinstance(v, bool):
+                out[f'best/{split}/{k}'] = v
+    out['best/epoch'] = best['epoch']
+    return out
+
+
+def _config_text(config: Dict[str, Any]) -> str:
+    """The config as Markdown for TensorBoard's text tab (a code block)."""
+    import yaml
+    text = yaml.safe_dump(unflatten(config), sort_keys=True, default_flow_style=False)
+    return '\n'.join('    ' + line for line in text.splitlines())
+
+
+def _hparam(value):
+    """A value TensorBoard's HParams plugin takes (number, string, bool)."""
+    if isinstance(value, (bool, int, float, str)):
+        return value
     return str(value)
 
 
@@ -315,6 +434,8 @@ class RunLogger:
         self.wandb = None
         self.wandb_id = wandb_id
         self.wandb_mode: Optional[str] = None
+        self.best: Optional[Dict[str, Any]] = None
+        self.clock = EpochClock()
         self._tb_earlier: List[str] = []  # event files of earlier segments
         if not self.main:
             return
@@ -325,6 +446,7 @@ class RunLogger:
             from tensorboardX import SummaryWriter
             self._tb_earlier = event_files(run_dir)
             self.tb = SummaryWriter(logdir=run_dir)
+            self.tb.add_text('config', _config_text(logged_config(cfg)), 0)
         if cfg.wandb.use:
             self._init_wandb()
 
@@ -340,32 +462,53 @@ class RunLogger:
                              '`wandb sync <that folder>/offline-run-*`')
             mode = 'offline'
         import wandb
+        w = self.cfg.wandb
+        config = unflatten(logged_config(self.cfg))
+        config['wandb'] = {'mode': mode}  # as run (offline when it fell back)
         self.wandb = wandb.init(
-            project=self.cfg.wandb.project,
-            entity=self.cfg.wandb.entity or None,
-            group=self.name, name=f'{self.name}-s{self.cfg.seed}',
+            project=w.project, entity=w.entity or None,
+            group=self.name, name=w.name or f'{self.name}-s{self.cfg.seed}',
+            tags=list(w.tags) or None, notes=w.notes or None,
+            job_type=w.job_type or None,
             id=self.wandb_id, resume='allow', dir=self.run_dir, mode=mode,
-            config=cfg_to_dict(self.cfg),
-            settings=wandb.Settings(silent=True, console='off'))
+            config=config, settings=wandb.Settings(silent=True, console='off'))
         self.wandb_id = self.wandb.id  # a new run's id, kept for resuming
         self.wandb_mode = mode
+        # The epoch is the x-axis of every per-epoch value.
+        self.wandb.define_metric('epoch')
+        for split in SPLITS:
+            self.wandb.define_metric(f'{split}/*', step_metric='epoch')
 
-    def log_epoch(self, epoch: int, records: Dict[str, Dict[str, Any]]):
-        """Append ``records[split]`` to the stats files, log one line."""
+    def log_epoch(self, epoch: int, records: Dict[str, Dict[str, Any]],
+                  best: Optional[Dict[str, Any]] = None,
+                  elapsed: Optional[float] = None):
+        """Append ``records[split]`` to the stats files, log them to
+        TensorBoard and W&B, and log the epoch's line (:meth:`epoch_line`;
+        ``best``: the best record so far, this epoch's selection included;
+        ``elapsed``: the run's training seconds so far)."""
         if self.main:
+            row: Dict[str, Any] = {}
             for split, rec in records.items():
                 RunDir(self.run_dir).append_stats(split, rec)
-                scalars = {k: v for k, v in rec.items()
-                           if k != 'epoch' and isinstance(v, (int, float))}
-                if self.tb is not None:
-                    for k, v in scalars.items():
-                        self.tb.add_scalar(f'{split}/{k}', v, epoch)
-                if self.wandb is not None:
-                    self.wandb.log({f'{split}/{k}': v for k, v in scalars.items()},
-                                   step=epoch)
+                row.update(epoch_scalars(split, rec))
             if self.tb is not None:
+                for tag, v in row.items():
+                    self.tb.add_scalar(tag, v, epoch)
                 self.tb.flush()
-        parts = [f'epoch {epoch + 1}/{self.cfg.optim.max_epoch}']
+            if self.wandb is not None:
+                self.wandb.log(dict(row, epoch=epoch), step=epoch)
+                params = records.get('train', {}).get('params')
+                if params is not None and epoch == 0:
+                    self.wandb.summary['params'] = params
+        self.log.info(self.epoch_line(epoch, records, best, elapsed))
+
+    def epoch_line(self, epoch: int, records: Dict[str, Dict[str, Any]],
+                   best: Optional[Dict[str, Any]] = None,
+                   elapsed: Optional[float] = None) -> str:
+        """``epoch 3 | train loss 0.52 accuracy 0.81 | val ... | lr 0.003 |
+        took 1.2s | elapsed 5.1s, ETA 8.4s (7 epochs left) | best epoch 2: val
+        accuracy 0.91`` (epochs from 0, :mod:`graphgps_ext.logger`)."""
+        parts = [f'epoch {epoch}']
         for split, rec in records.items():
             keys = [k for k in rec if k not in ('epoch', 'lr', 'time_epoch', 'params')]
             parts.append(f'{split} ' + ' '.join(f'{k} {_fmt(rec[k])}' for k in keys))
@@ -373,19 +516,26 @@ class RunLogger:
         if lr is not None:
             parts.append(f'lr {lr:.3g}')
         seconds = sum(r.get('time_epoch', 0.0) for r in records.values())
-        parts.append(f'{seconds:.2f} s/epoch')
-        self.log.info(' | '.join(parts))
+        parts.append(f'took {duration(seconds)}')
+        if elapsed is not None:
+            per_epoch = self.clock.tick(elapsed, seconds)
+            left = max(0, self.cfg.optim.max_epoch - epoch - 1)
+            parts.append(f'elapsed {duration(elapsed)}, ETA {duration(per_epoch * left)} '
+                         f'({left} epoch{"s" if left != 1 else ""} left)')
+        if best is not None:
+            parts.append(f'best epoch {best["epoch"]}: {best["split"]} '
+                         f'{best["metric"]} {_fmt(best["value"])}')
+        return ' | '.join(parts)
 
     def log_best(self, best: Dict[str, Any]):
         """Write ``best.json`` and the W&B ``best/*`` summary values."""
+        self.best = best
         if not self.main:
             return
         RunDir(self.run_dir).write_best(best)
         if self.wandb is not None:
-            for split in SPLITS:
-                for k, v in best.get(split, {}).items():
-                    self.wandb.summary[f'best/{split}/{k}'] = v
-            self.wandb.summary['best/epoch'] = best['epoch']
+            for key, v in best_values(best).items():
+                self.wandb.summary[key] = v
 
     def replay(self, last_epoch: int, best: Optional[Dict[str, Any]]) -> Dict[str, int]:
         """After a resume from the checkpoint of ``last_epoch``: make the
@@ -401,8 +551,7 @@ class RunLogger:
             for rec in RunDir(self.run_dir).read_stats(split):
                 if rec['epoch'] <= last_epoch:
                     epochs.setdefault(rec['epoch'], {}).update(
-                        {f'{split}/{k}': v for k, v in rec.items()
-                         if k != 'epoch' and isinstance(v, (int, float))})
+                        epoch_scalars(split, rec))
         if self.tb is not None:
             for epoch in sorted(epochs):
                 for tag, v in epochs[epoch].items():
@@ -424,7 +573,7 @@ class RunLogger:
             else:
                 have = {}
             for epoch in sorted(epochs):
-                row = epochs[epoch]
+                row = dict(epochs[epoch], epoch=epoch)
                 if not set(row) <= set(have.get(epoch, {})):
                     self.wandb.log(row, step=epoch)
                     done['wandb'] += 1
@@ -432,13 +581,49 @@ class RunLogger:
             self.log_best(best)
         return done
 
+    def _tb_hparams(self, best: Dict[str, Any]):
+        """TensorBoard's HParams entry in the run's own event file: the
+        effective config beside the best epoch's values (written as
+        scalars at the best epoch, the tags ``best/...``)."""
+        from tensorboardX.summary import hparams
+        metrics = best_values(best)
+        config = {k: _hparam(v) for k, v in logged_config(self.cfg).items()}
+        for summary in hparams(config, metrics):
+            self.tb.file_writer.add_summary(summary)
+        for tag, v in metrics.items():
+            self.tb.add_scalar(tag, v, best['epoch'])
+        self.tb.flush()
+
+    def _log_model(self, run, best: Dict[str, Any]):
+        """``ckpt/best.pt`` as the W&B artifact ``model-<run id>`` (type
+        ``model``, aliases ``best`` and ``epoch-<e>``)."""
+        import wandb
+        path = RunDir(self.run_dir).best_ckpt
+        if not os.path.exists(path):
+            return
+        artifact = wandb.Artifact(
+            f'model-{run.id}', type='model',
+            metadata={'epoch': best['epoch'], 'metric': best['metric'],
+                      'split': best['split'], 'value': best['value'],
+                      'run_name': self.name, 'seed': self.cfg.seed})
+        artifact.add_file(path, name=os.path.basename(path))
+        run.log_artifact(artifact, aliases=['best', f'epoch-{best["epoch"]}'])
+
     def close(self, failed: bool = False):
+        """Close TensorBoard and W&B. A run that finished (``failed``
+        False) with a best epoch first gets its TensorBoard HParams entry
+        and, with ``wandb.log_model``, its best checkpoint as a W&B
+        artifact."""
         if self.tb is not None:
+            if not failed and self.best is not None:
+                self._tb_hparams(self.best)
             self.tb.close()
             self.tb = None
         if self.wandb is not None:
             run, self.wandb = self.wandb, None
             try:
+                if not failed and self.best is not None and self.cfg.wandb.log_model:
+                    self._log_model(run, self.best)
                 run.finish(exit_code=1 if failed else 0)
             except Exception as err:  # noqa: BLE001 - see below
                 # The W&B service process was stopped with the run (a

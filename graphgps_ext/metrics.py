@@ -3,7 +3,8 @@ r"""Evaluation metrics by the name used in ``metric_best`` / ``TaskInfo.metrics`
 ``METRICS[name](pred, true) -> float`` works on the predictions of a whole
 epoch, concatenated along dim 0 (after a head's ``metric_inputs`` when it
 defines one). All values are fractions (accuracy 0.87, not 87 %).
-:data:`DIRECTIONS` says whether larger (``max``) or smaller (``min``) is better.
+:data:`DIRECTIONS` says whether larger (``max``) or smaller (``min``) is better,
+:data:`RANGES` which values a metric takes.
 
 Input conventions:
 
@@ -197,6 +198,12 @@ METRICS = {
 
 DIRECTIONS = {name: ('min' if name in ('mae', 'mse') else 'max')
               for name in METRICS}
+
+
+#: The values a metric takes: errors (``mae``, ``mse``) are non-negative,
+#: every other metric is a fraction in [0, 1].
+RANGES = {name: ((0.0, float('inf')) if name in ('mae', 'mse') else (0.0, 1.0))
+          for name in METRICS}
 
 
 def direction(name: str) -> str:

@@ -25,9 +25,15 @@ mean ± std, completed/planned seeds, the paper's mean ± std and seeds, the
 deviation :math:`(\mu_{ours} - \mu_{paper}) / \sigma_{paper}`, Welch's test
 of the two means and its verdict, epochs run vs. the shipped config's
 ``optim.max_epoch``, and caveats: data stand-ins, values that differ from
-the shipped config), one verdict line per compared number on stdout, and
-``results/<name>/agg/curves.png`` (mean ± std band over seeds of the loss
-and the selection metric per split and epoch).
+the shipped config), the same results as tables to publish beside it,
+``results/REPORT.csv`` and ``results/REPORT.tex`` (:mod:`graphgps_ext.tables`:
+across configs, mean ± std, the best of each table marked; the configs of
+no paper table too), one verdict line per compared number on stdout, and
+``results/<name>/agg/curves.png`` (:func:`plot_curves`: mean ± std band over
+seeds of the loss and the selection metric per split and epoch, clipped to
+the stat's range, each seed's best epoch marked, the learning rate below).
+``--overlay NAME ...`` draws instead the curves of several configs in one
+figure (:func:`plot_overlay`). Epochs are numbered from 0, as in the files.
 
 **Consistency.** Our mean :math:`\bar x_1` over :math:`n_1` seeds and the
 paper's :math:`\bar x_2` over :math:`n_2` are compared with Welch's
@@ -71,12 +77,13 @@ import numpy as np
 
 from graphgps_ext.config import ConfigError, flatten, read_yaml
 from graphgps_ext.files import write_text
-from graphgps_ext.metrics import direction
+from graphgps_ext.metrics import RANGES, direction
 from graphgps_ext.run_config import config_name
 from graphgps_ext.run_dir import Results, run_name_path
 from graphgps_ext.identity import select_seeds
 from graphgps_ext.seed_folder import check_seed
 from graphgps_ext.seeds import parse_seeds
+from graphgps_ext.tables import Entry, mark_best, write_csv, write_latex
 from graphgps_ext.task import SPLITS
 
 TSV_COLUMNS = ('paper', 'table', 'config', 'seeds', 'ref_table', 'dataset',
@@ -449,77 +456,212 @@ def config_differences(shipped: Dict[str, Any], run: Dict[str, Any]) -> List[str
 
 
 # --------------------------------------------------------------------------- curves
+def value_range(key: str) -> Tuple[float, float]:
+    """The values a curve's stat takes, to which mean ± std bands are
+    clipped: a loss is non-negative (every loss of
+    :mod:`graphgps_ext.train.loss`), a metric as :data:`~graphgps_ext.metrics.RANGES`
+    says, the learning rate non-negative."""
+    if key in RANGES:
+        return RANGES[key]
+    if key in ('loss', 'lr'):
+        return 0.0, math.inf
+    return -math.inf, math.inf
+
+
+@dataclass
+class Curve:
+    """One split's stat over the epochs (numbered from 0): mean and
+    population std over the seeds, and the seeds behind each point."""
+    epochs: np.ndarray
+    mean: np.ndarray
+    std: np.ndarray
+
+
+def curve(res: ConfigResults, split: str, key: str) -> Optional[Curve]:
+    """``key`` of ``split`` per epoch over the seeds of :func:`curve_seeds`
+    (or from ``agg/<split>/stats.json`` without seed folders); ``None``
+    when no epoch has it."""
+    seeds = curve_seeds(res)
+    if not seeds:
+        recs = [r for r in res.agg_stats.get(split, [])
+                if isinstance(r.get(key), (int, float))]
+        if not recs:
+            return None
+        return Curve(np.array([int(r['epoch']) for r in recs]),
+                     np.array([float(r[key]) for r in recs]),
+                     np.array([float(r.get(f'{key}_std', 0.0)) for r in recs]))
+    per_epoch: Dict[int, List[float]] = {}
+    for s in seeds:
+        for rec in s.stats.get(split, []):
+            v = rec.get(key)
+            if isinstance(v, (int, float)) and not math.isnan(v):
+                per_epoch.setdefault(int(rec['epoch']), []).append(float(v))
+    if not per_epoch:
+        return None
+    ep = np.array(sorted(per_epoch))
+    return Curve(ep, np.array([np.mean(per_epoch[e]) for e in ep]),
+                 np.array([np.std(per_epoch[e]) for e in ep]))
+
+
+def curve_seeds(res: ConfigResults) -> List[SeedResult]:
+    """The seeds whose curves are drawn: the finished ones, or while none
+    has finished the running ones."""
+    seeds = [s for s in res.seeds if any(s.stats.get(sp) for sp in SPLITS)]
+    return [s for s in seeds if s.done] or seeds
+
+
+def best_epochs(res: ConfigResults) -> List[int]:
+    """The best (selection) epoch of each drawn seed; from ``agg/`` the
+    mean best epoch, rounded."""
+    seeds = curve_seeds(res)
+    if seeds:
+        return [int(s.best['epoch']) for s in seeds
+                if isinstance(s.best, dict) and isinstance(s.best.get('epoch'), int)]
+    rec = (res.agg or {}).get('val') or next(iter((res.agg or {}).values()), None)
+    if isinstance(rec, dict) and isinstance(rec.get('epoch'), (int, float)):
+        return [int(round(rec['epoch']))]
+    return []
+
+
+def selection_metric(res: ConfigResults, metric: Optional[str] = None) -> Optional[str]:
+    """``metric``, else the metric the runs selected on."""
+    if metric and metric != 'auto':
+        return metric
+    for s in curve_seeds(res):
+        m = s.best.get('metric') if isinstance(s.best, dict) else None
+        m = m or flatten(s.config).get('metric_best')
+        if m and m != 'auto':
+            return m
+    m = next(iter((res.agg or {}).values()), {}).get('metric')
+    return m if m and m != 'auto' else None
+
+
+def _band(ax, c: Curve, key: str, color, label: str, style: str = '-'):
+    """The mean line and its ± std band, clipped to ``key``'s range."""
+    lo, hi = value_range(key)
+    ax.plot(c.epochs, c.mean, style, color=color, label=label, linewidth=1.4)
+    ax.fill_between(c.epochs, np.clip(c.mean - c.std, lo, hi), np.clip(c.mean + c.std, lo, hi),
+                    color=color, alpha=0.18, linewidth=0)
+
+
+def _mark_best(ax, epochs: Sequence[int], color='0.35', label: Optional[str] = None):
+    for i, e in enumerate(sorted(set(epochs))):
+        ax.axvline(e, color=color, linestyle=':', linewidth=1.1,
+                   label=label if i == 0 else None)
+
+
+def _best_label(epochs: Sequence[int]) -> Optional[str]:
+    if not epochs:
+        return None
+    if len(set(epochs)) == 1:
+        return f'best epoch {epochs[0]}' + (f' ({len(epochs)} seeds)' if len(epochs) > 1 else '')
+    return f'best epochs {min(epochs)}–{max(epochs)} (per seed)'
+
+
+def _figure(ncols: int, with_lr: bool):
+    """A figure of ``ncols`` stat panels side by side and, ``with_lr``, one
+    learning-rate panel below them all, sharing their epoch axis:
+    ``(fig, panels, lr panel or None)``."""
+    import matplotlib.pyplot as plt
+    fig = plt.figure(figsize=(5.6 * ncols, 5.8 if with_lr else 4.2))
+    grid = fig.add_gridspec(2 if with_lr else 1, ncols,
+                            height_ratios=[3, 1] if with_lr else None)
+    panels = [fig.add_subplot(grid[0, 0])]
+    panels += [fig.add_subplot(grid[0, i], sharex=panels[0]) for i in range(1, ncols)]
+    lr_ax = fig.add_subplot(grid[1, :], sharex=panels[0]) if with_lr else None
+    for ax in [*panels, *([lr_ax] if lr_ax is not None else [])]:
+        ax.grid(alpha=0.3)
+        ax.xaxis.get_major_locator().set_params(integer=True)
+    for ax in (panels if lr_ax is None else [lr_ax]):
+        ax.set_xlabel('epoch (from 0)')
+    if lr_ax is not None:
+        lr_ax.set_ylabel('learning rate')
+    return fig, panels, lr_ax
+
+
 def plot_curves(res: ConfigResults, out_path: str, metric: Optional[str] = None) -> bool:
-    """Loss and ``metric`` per epoch (mean ± std over seeds) for each split."""
+    """Loss and ``metric`` per epoch (mean ± std over seeds, the band clipped
+    to the stat's range) for each split, the learning rate below, and the
+    best (selection) epoch of each seed marked; epochs numbered from 0."""
     import matplotlib
     matplotlib.use('Agg')
     import matplotlib.pyplot as plt
 
-    # Completed seeds only, unless none has finished yet (then: the running ones);
-    # without seed folders, agg/<split>/stats.json (mean and std per epoch).
-    seeds = [s for s in res.seeds if any(s.stats.get(sp) for sp in SPLITS)]
-    finished = [s for s in seeds if s.done]
-    seeds = finished or seeds
-    from_agg = not seeds and any(res.agg_stats.get(sp) for sp in SPLITS)
-    if not seeds and not from_agg:
+    seeds = curve_seeds(res)
+    if not seeds and not any(res.agg_stats.get(sp) for sp in SPLITS):
         return False
-    if from_agg and metric is None:
-        metric = next(iter((res.agg or {}).values()), {}).get('metric')
-    if metric is None:
-        for s in seeds:
-            metric = s.best.get('metric') if isinstance(s.best, dict) else None
-            metric = metric or flatten(s.config).get('metric_best')
-            if metric and metric != 'auto':
-                break
-    keys = ['loss'] + ([metric] if metric and metric != 'auto' else [])
-    fig, axes = plt.subplots(1, len(keys), figsize=(5.5 * len(keys), 4), squeeze=False)
+    metric = selection_metric(res, metric)
+    keys = ['loss'] + ([metric] if metric else [])
+    lr = curve(res, 'train', 'lr')
+    fig, panels, lr_ax = _figure(len(keys), lr is not None)
     colors = {'train': 'tab:blue', 'val': 'tab:orange', 'test': 'tab:green'}
+    best = best_epochs(res)
     drawn = False
-    for ax, key in zip(axes[0], keys):
+    for ax, key in zip(panels, keys):
         for split in SPLITS:
-            if from_agg:
-                recs = [r for r in res.agg_stats.get(split, [])
-                        if isinstance(r.get(key), (int, float))]
-                if not recs:
-                    continue
-                ep = np.array([int(r['epoch']) for r in recs])
-                mean = np.array([float(r[key]) for r in recs])
-                std = np.array([float(r.get(f'{key}_std', 0.0)) for r in recs])
-            else:
-                per_epoch: Dict[int, List[float]] = {}
-                for s in seeds:
-                    for rec in s.stats.get(split, []):
-                        v = rec.get(key)
-                        if isinstance(v, (int, float)) and not math.isnan(v):
-                            per_epoch.setdefault(int(rec['epoch']), []).append(float(v))
-                if not per_epoch:
-                    continue
-                ep = np.array(sorted(per_epoch))
-                mean = np.array([np.mean(per_epoch[e]) for e in ep])
-                std = np.array([np.std(per_epoch[e]) for e in ep])
-            x = ep + 1
-            ax.plot(x, mean, color=colors[split], label=split)
-            ax.fill_between(x, mean - std, mean + std, color=colors[split], alpha=0.2,
-                            linewidth=0)
-            drawn = True
-        ax.set_xlabel('epoch')
-        ax.xaxis.get_major_locator().set_params(integer=True)
+            c = curve(res, split, key)
+            if c is not None:
+                _band(ax, c, key, colors[split], split)
+                drawn = True
+        _mark_best(ax, best, label=_best_label(best))
         ax.set_ylabel(key)
-        ax.grid(alpha=0.3)
-        ax.legend()
-    if from_agg:
+        ax.legend(fontsize=8)
+    if lr_ax is not None:
+        lr_ax.plot(lr.epochs, lr.mean, color='0.25', linewidth=1.2)
+        _mark_best(lr_ax, best)
+    if seeds:
+        n, state = len(seeds), 'completed' if any(s.done for s in seeds) else 'running'
+    else:
         n = int(next(iter(res.agg.values())).get('num_seeds', 0)) if res.agg else 0
         state = 'aggregated'
-    else:
-        n = len(seeds)
-        state = 'completed' if finished else 'running'
     fig.suptitle(f'{res.name}: mean ± std over {n} {state} seed{"s" if n != 1 else ""}')
     fig.tight_layout()
     if drawn:
-        os.makedirs(os.path.dirname(out_path), exist_ok=True)
+        os.makedirs(os.path.dirname(out_path) or '.', exist_ok=True)
         fig.savefig(out_path, dpi=100)
     plt.close(fig)
     return drawn
+
+
+def plot_overlay(results: Sequence[ConfigResults], out_path: str, split: str = 'val',
+                 metric: Optional[str] = None) -> str:
+    """The curves of several configs in one figure (an ablation): loss and
+    ``metric`` of ``split`` per epoch, mean ± std over each config's seeds
+    (bands clipped to the stat's range), each config's best epochs marked
+    in its colour, and the learning rate below. Returns the path written."""
+    import matplotlib
+    matplotlib.use('Agg')
+    import matplotlib.pyplot as plt
+
+    metric = next((m for m in (selection_metric(r, metric) for r in results) if m), None)
+    keys = ['loss'] + ([metric] if metric else [])
+    fig, panels, lr_ax = _figure(len(keys), True)
+    palette = plt.rcParams['axes.prop_cycle'].by_key()['color']
+    styles = ['-', '--', '-.', ':']
+    for i, res in enumerate(results):
+        color = palette[i % len(palette)]
+        n = len(curve_seeds(res)) or int((res.agg or {}).get(split, {}).get('num_seeds', 0))
+        label = f'{res.name} ({n} seed{"s" if n != 1 else ""})'
+        best = best_epochs(res)
+        for ax, key in zip(panels, keys):
+            c = curve(res, split, key)
+            if c is not None:
+                _band(ax, c, key, color, label)
+            _mark_best(ax, best, color=color)
+        lr = curve(res, 'train', 'lr')
+        if lr is not None:  # equal schedules: the line styles tell them apart
+            lr_ax.plot(lr.epochs, lr.mean, styles[i % len(styles)], color=color,
+                       linewidth=1.2, label=res.name)
+        _mark_best(lr_ax, best, color=color)
+    for ax, key in zip(panels, keys):
+        ax.set_ylabel(f'{split} {key}')
+        ax.legend(fontsize=8, title='dotted: best epochs', title_fontsize=7)
+    fig.suptitle(f'{split} curves of {len(results)} configs: mean ± std over seeds')
+    fig.tight_layout()
+    os.makedirs(os.path.dirname(out_path) or '.', exist_ok=True)
+    fig.savefig(out_path, dpi=100)
+    plt.close(fig)
+    return out_path
 
 
 # --------------------------------------------------------------------------- report
@@ -545,6 +687,12 @@ class Row:
     welch_p: str = '—'
     verdict: str = '—'
     best_over: Optional[str] = None  # --best-over-epochs: best of the split over epochs
+    #: (mean, std, seeds) as printed in ``ours`` (scaled to the paper's
+    #: unit), the metric's direction and the decimals printed: the CSV and
+    #: LaTeX tables (:mod:`graphgps_ext.tables`).
+    value: Optional[Tuple[float, float, int]] = None
+    mode: str = 'max'
+    decimals: int = 4
 
 
 def _epochs_text(res: ConfigResults, shipped: Dict[str, Any]) -> str:
@@ -656,8 +804,20 @@ def build_rows(tables: List[Dict[str, str]], numbers: Dict[Tuple[str, ...], Dict
                         f'{metric or "?"}' + (f' ({t["split"]})' if t['split'] != 'test' else ''),
                         t['split'], ours, seeds, pv, ps, dev,
                         _epochs_text(res, shipped) if res is not None else '—', caveats, z,
-                        welch_p, verdict, over))
+                        welch_p, verdict, over,
+                        value=(mean * scale, std * scale, n) if mean is not None else None,
+                        mode=_mode(metric, res), decimals=dec))
     return rows
+
+
+def _mode(metric: Optional[str], res: Optional[ConfigResults]) -> str:
+    """``'min'`` or ``'max'``: the direction of ``metric`` (the runs' own
+    ``mode`` for a metric the table does not know)."""
+    try:
+        return direction(metric)
+    except KeyError:
+        modes = [s.best.get('mode') for s in (res.done if res is not None else [])]
+        return next((m for m in modes if m in ('min', 'max')), 'max')
 
 
 def _table_sort_key(table: str):
@@ -751,8 +911,10 @@ def run_names(results_dir: str) -> List[str]:
     return sorted(n for names in spellings.values() for n in names)
 
 
-def _other_results(results_dir: str, known: Sequence[str]) -> List[Tuple[str, str]]:
-    out = []
+def _others(results_dir: str, known: Sequence[str]):
+    """``(name, results, metric, (mean, std, n) or None, epochs text)`` of
+    every config with finished seeds that ``run/tables.tsv`` does not list
+    (the test split at the best validation epoch)."""
     for name in run_names(results_dir):
         base = os.path.join(results_dir, name)
         if name in known or name.startswith('_') or not os.path.isdir(base):
@@ -761,12 +923,36 @@ def _other_results(results_dir: str, known: Sequence[str]) -> List[Tuple[str, st
         if res is None or not res.done:
             continue
         metric = res.done[0].best.get('metric', '?')
-        st = ours_stats(res, 'test', metric)
-        ours = fmt_pm(st[0], st[1], 4) if st else '—'
         eps = sorted({s.epochs for s in res.done if s.epochs is not None})
-        out.append((name, f'{metric} | {ours} | {len(res.done)} | '
-                          f'{"–".join(str(e) for e in (eps[:1] + eps[-1:] if len(eps) > 1 else eps)) or "—"}'))
+        yield (name, res, metric, ours_stats(res, 'test', metric),
+               '–'.join(str(e) for e in (eps[:1] + eps[-1:] if len(eps) > 1 else eps)) or '—')
+
+
+def _other_results(results_dir: str, known: Sequence[str]) -> List[Tuple[str, str]]:
+    out = []
+    for name, res, metric, st, eps in _others(results_dir, known):
+        ours = fmt_pm(st[0], st[1], 4) if st else '—'
+        out.append((name, f'{metric} | {ours} | {len(res.done)} | {eps}'))
     return out
+
+
+def table_entries(rows: Sequence[Row], results_dir: str, known: Sequence[str],
+                  others: bool = True) -> List[Entry]:
+    """The report's results as :class:`~graphgps_ext.tables.Entry` (every
+    row with a result, then, with ``others``, the configs of no paper
+    table), the best of each group marked."""
+    entries = [Entry(r.paper, r.table, r.dataset, r.model, r.name, r.metric.split(' (')[0],
+                     r.split, r.value[0], r.value[1], r.value[2], r.mode, r.decimals,
+                     r.paper_value if r.paper_value != '—' else '',
+                     r.verdict if r.verdict != '—' else '', r.epochs)
+               for r in rows if r.value is not None]
+    for name, res, metric, st, eps in (_others(results_dir, known) if others else ()):
+        if st is None:
+            continue
+        dataset = str(flatten(res.done[0].config).get('dataset.name', '') or '?')
+        entries.append(Entry('', 'other', dataset, name, name, metric, 'test', st[0], st[1],
+                             st[2], _mode(metric, res), epochs=eps))
+    return mark_best(entries)
 
 
 def make_report(results_dir: str = 'results', tables_path: str = 'run/tables.tsv',
@@ -831,6 +1017,10 @@ def write_report(results_dir: str = 'results', tables_path: str = 'run/tables.ts
     out_path = out_path or Results(results_dir).report
     os.makedirs(os.path.dirname(out_path) or '.', exist_ok=True)
     write_text(out_path, text + '\n')
+    entries = table_entries(rows, results_dir, known, others=not papers)
+    stem = os.path.splitext(out_path)[0]
+    write_csv(entries, stem + '.csv')
+    write_latex(entries, stem + '.tex', PAPER_TITLES)
     return text, rows
 
 
@@ -855,10 +1045,20 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                    help='also show each seed\'s best value over all epochs (labelled; the '
                         'default selection is the best-validation epoch), for papers that do '
                         'not say which epoch they report')
+    p.add_argument('--overlay', nargs='+', metavar='NAME', default=None,
+                   help='instead of the report: the curves of these configs '
+                        '(results/<NAME>) in one figure, e.g. an ablation')
+    p.add_argument('--split', default='val', choices=SPLITS,
+                   help='the split of --overlay (default val)')
+    p.add_argument('--metric', default=None,
+                   help='the metric of --overlay (default: the selection metric)')
     args = p.parse_args(argv)
     numbers = args.numbers or os.path.join(os.path.dirname(args.tables) or '.',
                                            'paper_numbers.csv')
     try:
+        if args.overlay:
+            print(f'wrote {overlay(args.results, args.overlay, args.out, args.split, args.metric)}')
+            return 0
         _, rows = write_report(args.results, args.tables, numbers, args.out, args.root,
                                curves=not args.no_curves, papers=args.paper,
                                include_missing=args.all, over_epochs=args.best_over_epochs)
@@ -871,8 +1071,26 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         return 2
     for line in verdict_lines(rows):
         print(line)
-    print(f'wrote {args.out or Results(args.results).report}')
+    out = args.out or Results(args.results).report
+    stem = os.path.splitext(out)[0]
+    print(f'wrote {out}, {stem}.csv, {stem}.tex')
     return 0
+
+
+def overlay(results_dir: str, names: Sequence[str], out: Optional[str] = None,
+            split: str = 'val', metric: Optional[str] = None) -> str:
+    """:func:`plot_overlay` of the configs ``results/<name>`` into ``out``
+    (default :meth:`Results.overlay <graphgps_ext.run_dir.Results.overlay>`);
+    ``ValueError`` naming a
+    config without results."""
+    found = []
+    for name in names:
+        res = load_results(results_dir, name, curves=True)
+        if res is None:
+            raise ValueError(f'no results in {os.path.join(results_dir, name)}')
+        found.append(res)
+    out = out or Results(results_dir).overlay(names)
+    return plot_overlay(found, out, split, metric)
 
 
 if __name__ == '__main__':

@@ -481,20 +481,23 @@ def _resume(cfg, run_dir: str, run: SimpleNamespace, plan: Plan,
         _write_run_files(cfg, run_dir, run.bundle, fingerprint(ident))
         append_history(run_dir, trainer.last_epoch, plan)
     log = get_logger()
-    log.info(f'resumed after epoch {trainer.last_epoch + 1}')
+    log.info(f'resumed after epoch {trainer.last_epoch}' if trainer.last_epoch >= 0
+             else 'resumed from the initial state (no epoch had finished)')
     if trainer.last_epoch >= 0 and any(replayed.values()):
         log.info('loggers brought up to the stats: ' + ', '.join(
             f'{n} {k} epoch(s)' for k, n in replayed.items() if n)
             + (' (TensorBoard rewritten from the stats)' if replayed.get('tensorboard') else ''))
     if plan.changes:
         log.info(f'changed on resume, in effect from epoch '
-                 f'{trainer.last_epoch + 2}: {format_changes(plan.changes, 20)} '
+                 f'{trainer.last_epoch + 1}: {format_changes(plan.changes, 20)} '
                  f'(lr now {trainer.optimizer.param_groups[0]["lr"]:.3g})')
 
 
 def append_history(run_dir: str, last_epoch: int, plan: Plan):
-    """One line of ``resume_history.jsonl``: when, after which epoch (1-based),
-    from which checkpoint, and the keys that changed (old -> new)."""
+    """One line of ``resume_history.jsonl``: when; ``after_epoch``, the
+    number of epochs done, which is also the epoch (numbered from 0) the
+    resumed run starts with; from which checkpoint; and the keys that
+    changed (old -> new)."""
     RunDir(run_dir).append_history({
         'time': time.strftime('%Y-%m-%dT%H:%M:%S'),
         'after_epoch': last_epoch + 1,
@@ -530,8 +533,10 @@ def train(trainer: Trainer, resume_cmd: Callable[..., str]
         best = trainer.fit()
     except KeyboardInterrupt:
         trainer.logger.close(failed=True)
-        log.error(f'interrupted; {trainer.last_path} holds the state after epoch '
-                  f'{trainer.last_epoch + 1}. Resume with: {resume_cmd()}')
+        state = (f'the state after epoch {trainer.last_epoch}' if trainer.last_epoch >= 0
+                 else 'the initial state (no epoch had finished)')
+        log.error(f'interrupted; {trainer.last_path} holds {state}. '
+                  f'Resume with: {resume_cmd()}')
         raise
     except NonFiniteLossError as err:
         trainer.logger.close(failed=True)
@@ -559,7 +564,7 @@ def finish(run_dir: str, trainer: Trainer, best: Optional[Dict[str, Any]],
     fingerprint), without which the seed counts as ``stale``."""
     metric = trainer.metric
     if best is not None:
-        get_logger().info(f'best epoch {best["epoch"] + 1}: ' + ' | '.join(
+        get_logger().info(f'best epoch {best["epoch"]}: ' + ' | '.join(
             f'{s} {metric} {best[s][metric]:.4g}' for s in ('train', 'val', 'test')
             if s in best))
     if dist.is_main_process():

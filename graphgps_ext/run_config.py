@@ -28,7 +28,7 @@ from yacs.config import CfgNode
 from graphgps_ext.branches import (HeadsError, catalogue as branch_catalogue,
                                    divisors, parse_layer_type)
 from graphgps_ext.compat import merge_config_file
-from graphgps_ext.config import (COMMAND_LINE, ConfigError, closest,
+from graphgps_ext.config import (COMMAND_LINE, ConfigError, UnknownKeys, closest,
                                  config_warnings, did_you_mean, get_key,
                                  merge_list, sizes, validate)
 from graphgps_ext.config.posenc import node_encoder_parts, pe_names
@@ -105,11 +105,19 @@ def load_cfg(cfg_file: Optional[str] = None,
     register_all()
     cfg = graphgym_cfg
     set_cfg(cfg)
-    sources = {}
+    sources, unknown = {}, []
     if cfg_file is not None:
-        _, keys = merge_config_file(cfg, cfg_file, opts)  # foreign: translated
-        sources.update((k, f'in {cfg_file}') for k in keys)
-    sources.update((k, COMMAND_LINE) for k in merge_list(cfg, opts))
+        try:
+            _, keys = merge_config_file(cfg, cfg_file, opts)  # foreign: translated
+            sources.update((k, f'in {cfg_file}') for k in keys)
+        except UnknownKeys as err:  # listed with the command line's
+            unknown += err.problems
+    try:
+        sources.update((k, COMMAND_LINE) for k in merge_list(cfg, opts))
+    except UnknownKeys as err:
+        unknown += err.problems
+    if unknown:
+        raise ConfigError.listing(unknown)
     validate(cfg, default_cfg(), sources)
     cfg.accelerator = resolve_accelerator(cfg.accelerator)
     if not cfg.run_name:
@@ -357,12 +365,14 @@ def _check_task_fit(cfg: CfgNode, name: str, task_type: str,
                                  if key == 'metric_best' else ''))
 
 
-def finalize_cfg(cfg: CfgNode, task: TaskInfo) -> Tuple[str, str]:
+def finalize_cfg(cfg: CfgNode, task: TaskInfo, warn: bool = True) -> Tuple[str, str]:
     """Resolve the dataset-dependent ``auto`` values from ``task``
     (:class:`~graphgps_ext.task.TaskInfo`) and log the config's
     warnings (:func:`~graphgps_ext.config.config_warnings`: keys a file sets
-    that have no effect, a run shorter than its warm-up, ...); returns
-    ``(metric_best, direction)``."""
+    that have no effect, a run shorter than its warm-up, ...; ``warn``
+    False: not logged, for a reader of a finished run such as the attention
+    pictures, to which they do not apply); returns ``(metric_best,
+    direction)``."""
     warnings = config_warnings(cfg, default_cfg())
     _check_task_fit(cfg, task.name, task.task_type, task.num_outputs)
     if cfg.metric_best == 'auto':
@@ -376,6 +386,6 @@ def finalize_cfg(cfg: CfgNode, task: TaskInfo) -> Tuple[str, str]:
     cfg.metric_agg = agg
     if cfg.model.loss_fun == 'auto':
         cfg.model.loss_fun = task.loss
-    for msg in warnings:
+    for msg in warnings if warn else ():
         get_logger().warning(msg)
     return metric, mode

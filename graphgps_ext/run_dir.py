@@ -649,6 +649,11 @@ class Results(_Folder):
         """The folder of the grid search ``task`` (:class:`SearchDir`)."""
         return self.join(self.SEARCHES, task)
 
+    def overlay(self, names: Sequence[str]) -> str:
+        """The figure of ``python -m graphgps_ext.report --overlay`` for
+        the run folders ``names``: ``overlay_<name>_<name>...png``."""
+        return os.path.join(self.path, 'overlay_' + '_'.join(names) + '.png')
+
 
 def write_yaml(path: PathLike, tree: Dict[str, Any], header: str):
     """A config file (a search's point or its chosen point): ``header`` as

@@ -310,6 +310,7 @@ def test_mean_std_at_best_epochs_and_unfinished_seed(tmp_path, capsys):
     out = capsys.readouterr().out
     assert 'unfinished' in out and '[2]' in out and 'missing: [3]' in out
     assert '0.8000 ± 0.1000' in out  # test accuracy mean ± std
+    assert 'best epoch' in out and '1.5 ± 0.5' in out  # epochs 1 and 2, from 0
     best = json.loads((root / 'agg' / 'test' / 'best.json').read_text())
     assert best['accuracy'] == pytest.approx(0.8)
     assert best['accuracy_std'] == pytest.approx(0.1)  # population std

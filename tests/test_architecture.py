@@ -42,7 +42,7 @@ PARTS = {
     'experiment': ('register', 'run_config', 'compat', 'loader', 'train',
                    'run', 'run_dir', 'dist', 'logger', 'identity', 'seed_folder',
                    'seeds'),
-    'tools': ('sweep', 'agg', 'report', 'bench', 'viz', 'dry_run'),
+    'tools': ('sweep', 'agg', 'report', 'tables', 'bench', 'viz', 'dry_run'),
 }
 LEVEL = {unit: i for i, units in enumerate(PARTS.values()) for unit in units}
 PART_OF = {unit: part for part, units in PARTS.items() for unit in units}

@@ -359,10 +359,10 @@ def test_torchrun_two_processes_equal_one_and_resume_in_one(tmp_path, monkeypatc
     # One results folder, written by rank 0 only; one log line per epoch.
     assert os.listdir(work / 'two') == ['q'] and os.listdir(work / 'two' / 'q') == ['0']
     log = (work / 'two' / 'q' / '0' / 'logging.log').read_text()
-    assert log.count('epoch 2/2') == 1 and '2 processes (gloo), batch 16 per process' in log
+    assert log.count('INFO epoch 1 | ') == 1 and '2 processes (gloo), batch 16 per process' in log
     # The start line states the base learning rate, not the first warm-up step's.
     assert '= 32 global, base lr 0.01 (optim.lr_scaling none)' in log
-    assert proc.stdout.count('epoch 2/2') == 1
+    assert proc.stdout.count('INFO epoch 1 | ') == 1
     last = torch.load(work / 'two' / 'q' / '0' / 'ckpt' / 'last.pt', weights_only=False)
     assert last['world_size'] == 2 and len(last['rng_ranks']) == 2
     assert not any(k.startswith('module.') for k in last['model'])

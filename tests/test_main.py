@@ -111,7 +111,8 @@ def test_results_layout_and_learning(three_seeds):
                  'layer_type: GatedGCN+None+None', 'dim_inner: 16'):
         assert line in resolved
     assert 'seed: 2' in (work / 'full' / 'quick' / '2' / 'config.yaml').read_text()
-    assert 'epoch 10/10' in proc.stdout
+    # The last epoch's line: epochs numbered from 0, nothing left to run.
+    assert 'INFO epoch 9 | ' in proc.stdout and 'ETA 0.0s (0 epochs left)' in proc.stdout
 
 
 def test_ctrl_c_agg_unfinished_and_resume_equals_uninterrupted(three_seeds, capsys):
@@ -120,18 +121,18 @@ def test_ctrl_c_agg_unfinished_and_resume_equals_uninterrupted(three_seeds, caps
     args = ['--seeds', '2', *SMALL, 'dataset.dir', str(work / 'datasets'),
             'run_name', 'quick', 'out_dir', 'resumed']
     # main.py with a real SIGINT that the process sends itself when it logs
-    # epoch 2: a Ctrl-C at a fixed point, however fast the epochs run. Python's
+    # epoch 1: a Ctrl-C at a fixed point, however fast the epochs run. Python's
     # Ctrl-C handler is installed explicitly: a shell starts background jobs
     # with SIGINT ignored, and the child would inherit that.
     ctrl_c = work / 'main_ctrl_c.py'
     ctrl_c.write_text(
         'import logging, os, runpy, signal, sys\n'
         'signal.signal(signal.SIGINT, signal.default_int_handler)\n'
-        'def at_epoch_2(record):\n'
-        "    if 'epoch 2/10' in record.getMessage():\n"
+        'def at_epoch_1(record):\n'
+        "    if record.getMessage().startswith('epoch 1 | '):\n"
         '        os.kill(os.getpid(), signal.SIGINT)\n'
         '    return True\n'
-        "logging.getLogger('graphgps_ext').addFilter(at_epoch_2)\n"
+        "logging.getLogger('graphgps_ext').addFilter(at_epoch_1)\n"
         f'sys.argv[0] = {MAIN!r}\n'
         f"runpy.run_path({MAIN!r}, run_name='__main__')\n")
     proc = subprocess.run([sys.executable, str(ctrl_c), '--cfg', str(work / 'quick.yaml'),
@@ -139,7 +140,8 @@ def test_ctrl_c_agg_unfinished_and_resume_equals_uninterrupted(three_seeds, caps
                           text=True, timeout=300)
     text = proc.stdout + proc.stderr
     assert proc.returncode == 130, text
-    assert 'epoch 3/10' not in text
+    assert 'INFO epoch 2 | ' not in text
+    assert 'holds the state after epoch 0. Resume with' in text  # epoch 1 unsaved
     assert 'Resume with' in text and 'train.auto_resume True' in text
     run = out / 'quick' / '2'
     assert (run / 'ckpt' / 'last.pt').exists() and not (run / 'done').exists()

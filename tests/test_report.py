@@ -470,3 +470,59 @@ def test_a_nan_metric_gets_no_verdict(synthetic):
                                   repo_root=str(synthetic), curves=False, papers=['geaet'])
     zinc = next(r for r in rows if r.name == 'geaet-zinc-gin-geanet')
     assert zinc.verdict == 'no test: the metric is NaN (undefined) for a seed'
+# --------------------------------------------------------------------------- tables and curves
+def test_report_writes_csv_and_latex_tables_with_the_best_marked(synthetic):
+    from graphgps_ext.tables import latex_escape
+    res = synthetic / 'results'
+    report.make_report(str(res), str(synthetic / 'run' / 'tables.tsv'), NUMBERS,
+                       repo_root=str(synthetic))
+    rows = list(csv.DictReader(open(res / 'REPORT.csv')))
+    by_config = {r['config']: r for r in rows}
+    zinc = by_config['geaet-zinc-gin-geanet']
+    assert (zinc['paper'], zinc['table'], zinc['metric'], zinc['seeds']) == (
+        'geaet', 'table3', 'mae', '3')
+    assert float(zinc['mean']) == pytest.approx(0.22) and float(zinc['std']) == pytest.approx(
+        0.0163299, rel=1e-4)
+    assert zinc['best'] == '1' and zinc['paper_value'] == '0.193 ± 0.001'
+    assert float(by_config['geaet-mnist']['mean']) == pytest.approx(98.5)  # the paper's %
+    assert by_config['my-experiment']['table'] == 'other'
+    tex = (res / 'REPORT.tex').read_text()
+    assert tex.count('\\begin{tabular}') == tex.count('\\end{table}') >= 3
+    assert '\\textbf{0.220 $\\pm$ 0.016}' in tex and '\\texttt{geaet-zinc-gin-geanet}' in tex
+    assert latex_escape('a_b & 50% #1') == 'a\\_b \\& 50\\% \\#1'
+
+
+def test_the_best_of_a_group_follows_the_metrics_direction():
+    from graphgps_ext.tables import Entry, mark_best
+    e = [Entry('p', 't', 'ZINC', m, m, 'mae', 'test', v, 0.0, 3, 'min')
+         for m, v in (('a', 0.3), ('b', 0.2), ('c', 0.2))]
+    e += [Entry('p', 't', 'MNIST', 'd', 'd', 'accuracy', 'test', 0.9, 0.0, 3, 'max'),
+          Entry('p', 't', 'MNIST', 'e', 'e', 'accuracy', 'test', 0.95, 0.0, 3, 'max'),
+          Entry('', 'other', 'ZINC', 'f', 'f', 'mae', 'test', 0.1, 0.0, 1, 'min')]
+    assert [x.best for x in mark_best(e)] == [False, True, True, False, True, True]
+
+
+def test_curves_clip_bands_mark_best_epochs_and_overlay(synthetic):
+    res = report.load_results(str(synthetic / 'results'), 'geaet-zinc-gin-geanet')
+    loss = report.curve(res, 'train', 'loss')
+    assert list(loss.epochs) == [0, 1, 2, 3, 4]  # epochs from 0
+    assert report.best_epochs(res) == [4, 4, 4]
+    assert report.value_range('accuracy') == (0.0, 1.0)
+    assert report.value_range('loss') == (0.0, float('inf'))
+    assert report.value_range('mae') == (0.0, float('inf'))
+    import matplotlib
+    matplotlib.use('Agg')
+    import matplotlib.pyplot as plt
+    from graphgps_ext.report import Curve, _band
+    fig, ax = plt.subplots()
+    import numpy as np
+    _band(ax, Curve(np.arange(3), np.array([0.9, 0.95, 0.99]), np.array([0.2, 0.1, 0.05])),
+          'accuracy', 'C0', 'val')
+    band = ax.collections[0].get_paths()[0].vertices[:, 1]
+    assert band.max() <= 1.0 and band.min() >= 0.7 - 1e-9  # clipped at accuracy 1
+    plt.close(fig)
+    out = report.overlay(str(synthetic / 'results'), ['geaet-zinc-gin-geanet', 'my-experiment'])
+    assert out.endswith('overlay_geaet-zinc-gin-geanet_my-experiment.png')
+    assert open(out, 'rb').read()[:8] == b'\x89PNG\r\n\x1a\n'
+    with pytest.raises(ValueError, match='no results in'):
+        report.overlay(str(synthetic / 'results'), ['nothing-here'])

@@ -71,13 +71,16 @@ with open(os.path.join(out, 'train', 'stats.json'), 'w') as f:
     f.write('{"epoch": 0}\n')
 with open(os.path.join(out, 'config.yaml'), 'w') as f:
     f.write(f'# fingerprint: {fp}\n')
-files = dict.fromkeys(['best.json', 'data.json', 'val/stats.json', 'test/stats.json'])
-for name in ('config.yaml', 'train/stats.json'):
+with open(os.path.join(out, 'best.json'), 'w') as f:
+    json.dump({'epoch': 0, 'metric': 'accuracy', 'split': 'val', 'value': 0.5,
+               'val': {'accuracy': 0.5}, 'test': {'accuracy': 0.25}}, f)
+files = dict.fromkeys(['data.json', 'val/stats.json', 'test/stats.json'])
+for name in ('config.yaml', 'train/stats.json', 'best.json'):
     files[name] = hashlib.sha256(open(os.path.join(out, name), 'rb').read()).hexdigest()
 data = {'fingerprint': 'fake', 'dir': os.path.realpath(opts.get('dataset.dir', 'datasets'))}
 with open(os.path.join(out, 'done'), 'w') as f:
-    json.dump({'epochs': 1, 'fingerprint': fp, 'identity': ident, 'seed': int(seed),
-               'data': data, 'files': files}, f)
+    json.dump({'epochs': 1, 'seconds': 75.0, 'fingerprint': fp, 'identity': ident,
+               'seed': int(seed), 'data': data, 'files': files}, f)
 '''
 
 FAKE_SBATCH = r'''#!/usr/bin/env bash
@@ -398,6 +401,10 @@ def test_cpu_sequential_and_failures(ws):
     assert [e.split(' --')[0] for e in ws.events() if e.startswith('agg ')] == [
         'agg results/geaet-zinc']
     assert 'no complete run of gt-fail' in out
+    # Each finished seed is announced with its best epoch and metric.
+    done = [line.split('] ', 1)[1] for line in out.splitlines() if '] done ' in line]
+    assert done == [f'done geaet-zinc seed {s}: best epoch 0: val accuracy 0.5, '
+                    'test accuracy 0.25; 1 epochs in 1m15s' for s in (0, 1)]
 
 
 def test_cpu_jobs_run_side_by_side_with_a_share_of_the_cores(ws, monkeypatch):

@@ -19,7 +19,7 @@ Every key of the file gets one of four answers, each logged on one line
   ``train.batch_size`` ...; not logged one by one);
 - **inert**: the source's code does not read it for this config (e.g.
   ``gnn.layers_post_mp`` with ``gnn.head: san_graph``, ``train.mode:
-  custom``, ``wandb.name``); accepted with a note saying why;
+  custom``, ``view_emb``); accepted with a note saying why;
 - **refused**: it would build or train a different model and this project
   has no equivalent (a Performer branch, a pre-MP stack ...):
   :class:`~graphgps_ext.config.ConfigError` naming the key (``main.py``

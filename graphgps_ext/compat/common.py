@@ -76,7 +76,7 @@ _SAME = {
     'dataset.dir', 'dataset.split', 'dataset.node_encoder',
     'dataset.node_encoder_bn', 'dataset.edge_encoder',
     'dataset.edge_encoder_bn', 'gt.layers', 'gt.n_heads', 'gt.attn_dropout',
-    'wandb.use', 'wandb.project', 'wandb.entity',
+    'wandb.use', 'wandb.project', 'wandb.entity', 'wandb.name',
 }
 
 # Keys never read for the models these sources build (GraphGym's own GNN
@@ -90,7 +90,6 @@ _INERT_ALWAYS = {
     'train.enable_ckpt': 'checkpoints are always written here',
     'train.ckpt_clean': 'checkpoints here are ckpt/last.pt and ckpt/best.pt',
     'train.skip_train_eval': 'training metrics come from the training pass',
-    'wandb.name': 'W&B runs are named <run_name>-s<seed> here',
     'tensorboard_each_run': 'TensorBoard here is tensorboard.use',
     'tensorboard_agg': 'TensorBoard here is tensorboard.use',
     'view_emb': 'not read by the training loop',

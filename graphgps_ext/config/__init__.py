@@ -48,7 +48,7 @@ files and overrides, type coercion, merging) and
 re-exported: :mod:`~graphgps_ext.config.sizes`, the memory that keys ask for
 as a product, checked before it is allocated where it is allocated.
 """
-from graphgps_ext.config.keys import (COMMAND_LINE, ConfigError, all_keys,
+from graphgps_ext.config.keys import (COMMAND_LINE, ConfigError, UnknownKeys, all_keys,
                                       closest, did_you_mean, flatten, get_key,
                                       key_matches, leaf_keys, set_key,
                                       unflatten)
@@ -67,7 +67,7 @@ from graphgps_ext.config.yaml_io import (YAML_MAX_DEPTH, YAML_MAX_NODES,
                                          merge_file, merge_list, read_yaml)
 
 __all__ = [
-    'COMMAND_LINE', 'ConfigError', 'all_keys', 'closest', 'did_you_mean',
+    'COMMAND_LINE', 'ConfigError', 'UnknownKeys', 'all_keys', 'closest', 'did_you_mean',
     'flatten', 'get_key', 'key_matches', 'leaf_keys', 'set_key', 'unflatten',
     'Declarations', 'Ignored', 'Text', 'advice', 'at_most', 'auto_or_bool',
     'bounded', 'choices', 'declarations', 'declared', 'has_branch', 'ignored',

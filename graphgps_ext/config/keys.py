@@ -13,6 +13,22 @@ class ConfigError(ValueError):
     """An invalid config: an unreadable file, an unknown key, a bad value, or
     keys that contradict each other (``main.py`` exit code 2)."""
 
+    @classmethod
+    def listing(cls, problems: Sequence[str]) -> 'ConfigError':
+        """One error for every problem: the problem itself, or ``N
+        problems:`` and one ``- problem`` line each; ``problems`` keeps
+        them."""
+        problems = list(problems)
+        text = problems[0] if len(problems) == 1 else (
+            f'{len(problems)} problems:\n' + '\n'.join(f'  - {p}' for p in problems))
+        err = cls(text)
+        err.problems = problems
+        return err
+
+
+class UnknownKeys(ConfigError):
+    """Keys that no config group declares, all of them in ``problems``."""
+
 
 
 def key_matches(key: str, patterns: Iterable[str]) -> bool:

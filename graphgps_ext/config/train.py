@@ -87,12 +87,22 @@ def train_cfg(cfg):
     # ---- Weights & Biases ---------------------------------------------------
     cfg.wandb = CN()
     cfg.wandb.use = False
-    # online | offline | disabled. Online without an API key falls back to
-    # offline (files under <run dir>/wandb, upload later with `wandb sync`).
     cfg.wandb.project = 'graphgps_ext'
     # W&B entity (user or team); '' = your default entity.
     cfg.wandb.entity = ''
+    # The run's name (GraphGPS's key); '' = <run_name>-s<seed>. The group is
+    # the run_name, so the seeds of a config are grouped.
+    cfg.wandb.name = ''
+    # wandb.init's tags (a list), notes (free text) and job_type ('' = none).
+    cfg.wandb.tags = []
+    cfg.wandb.notes = ''
+    cfg.wandb.job_type = ''
+    # online | offline | disabled. Online without an API key falls back to
+    # offline (files under <run dir>/wandb, upload later with `wandb sync`).
     cfg.wandb.mode = 'online'
+    # Log ckpt/best.pt as the W&B artifact model-<run id> (type 'model')
+    # when the run finishes.
+    cfg.wandb.log_model = False
 
 
 def _global_batch_and_scaling(cfg):
@@ -116,6 +126,15 @@ def _scheduler(*names):
                 in_file='warn')
 
 
+def short_run_warmup(max_epoch: int) -> int:
+    """The warm-up the warning suggests for a run of ``max_epoch`` epochs
+    shorter than its config's warm-up: a tenth of the run (none below 10
+    epochs), so that a short trial reaches ``optim.base_lr`` and decays.
+    The config's own warm-up is never changed behind the user's back: the
+    papers' and GraphGPS's configs run as written."""
+    return max_epoch // 10
+
+
 def _shorter_than_warmup(cfg):
     # The warm-up multipliers of the first and the last epoch (train/optim.py):
     # cosine_with_warmup max(1e-6, t / W), transformer_warmup (t + 1) / W.
@@ -130,8 +149,8 @@ def _shorter_than_warmup(cfg):
     return (f'optim.max_epoch {n} {cmp} optim.num_warmup_epochs {w}: the learning rate '
             f'never leaves the linear warm-up; it goes from {o.base_lr * first:.2g} to '
             f'{o.base_lr * last:.2g} and never reaches optim.base_lr {o.base_lr:g}. For a '
-            'short run set optim.num_warmup_epochs below optim.max_epoch (e.g. '
-            f'optim.num_warmup_epochs {n // 10})')
+            f'short trial add `optim.num_warmup_epochs {short_run_warmup(n)}` to the command '
+            'line (a warm-up of a tenth of the run, then the schedule over the rest)')
 
 
 def declare():

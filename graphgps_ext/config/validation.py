@@ -161,11 +161,8 @@ def validate(cfg: CfgNode, defaults: CfgNode, sources: Dict[str, str]):
                                  or given[key] == COMMAND_LINE):
                 errors.append(_ineffective_message(key, value, dec, used, cfg,
                                                    where(key)))
-    if len(errors) == 1:
-        raise ConfigError(errors[0])
     if errors:
-        raise ConfigError(f'{len(errors)} problems:\n'
-                          + '\n'.join(f'  - {e}' for e in errors))
+        raise ConfigError.listing(errors)
 
 
 def config_warnings(cfg: CfgNode, defaults: CfgNode) -> List[str]:

@@ -7,8 +7,8 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 import yaml
 from yacs.config import CfgNode
 
-from graphgps_ext.config.keys import (COMMAND_LINE, ConfigError, all_keys,
-                                      did_you_mean, get_key, leaf_keys)
+from graphgps_ext.config.keys import (COMMAND_LINE, ConfigError, UnknownKeys,
+                                      all_keys, did_you_mean, get_key, leaf_keys)
 from graphgps_ext.config.groups import declarations
 
 
@@ -301,7 +301,9 @@ def merge_data(cfg: CfgNode, data: dict, path: str) -> List[str]:
         other = CfgNode(data)
     except (AssertionError, TypeError, ValueError) as err:  # e.g. a date value
         raise ConfigError(f'{path}: {err}') from None
-    _check_keys(cfg, other, path)
+    unknown = _unknown_keys(cfg, other, path)
+    if unknown:  # all of them at once
+        raise UnknownKeys.listing(unknown)
     try:
         cfg.merge_from_other_cfg(other)
     except ValueError as err:  # yacs type mismatch
@@ -337,11 +339,12 @@ def merge_list(cfg: CfgNode, opts: Optional[Sequence[str]]) -> List[str]:
     if len(opts) % 2:
         raise ConfigError(f'overrides must come in KEY VALUE pairs, got {opts}')
     keys = all_keys(cfg)
+    unknown = [f"unknown config key '{key}' on the command line"
+               + did_you_mean(key, keys, 3) for key in opts[0::2] if key not in keys]
+    if unknown:  # all of them at once
+        raise UnknownKeys.listing(unknown)
     for i in range(0, len(opts), 2):
         key = opts[i]
-        if key not in keys:
-            raise ConfigError(f"unknown config key '{key}' on the command line"
-                              + did_you_mean(key, keys, 3))
         value = opts[i + 1]
         if isinstance(value, str):  # as yacs reads it: a Python literal or text
             value = CfgNode._decode_cfg_value(value)
@@ -352,13 +355,17 @@ def merge_list(cfg: CfgNode, opts: Optional[Sequence[str]]) -> List[str]:
 
 
 
-def _check_keys(cfg: CfgNode, other: CfgNode, source: str, prefix: str = ''):
+def _unknown_keys(cfg: CfgNode, other: CfgNode, source: str, prefix: str = ''
+                  ) -> List[str]:
+    """A message for every key of ``other`` that ``cfg`` does not have."""
     keys = all_keys(cfg, prefix)
+    out = []
     for k, v in other.items():
         full = f'{prefix}{k}'
         if k not in cfg:
-            raise ConfigError(f"unknown config key '{full}' in {source}"
-                              + did_you_mean(full, keys, 3))
-        if isinstance(v, CfgNode) and isinstance(cfg[k], CfgNode):
-            _check_keys(cfg[k], v, source, full + '.')
+            out.append(f"unknown config key '{full}' in {source}"
+                       + did_you_mean(full, keys, 3))
+        elif isinstance(v, CfgNode) and isinstance(cfg[k], CfgNode):
+            out += _unknown_keys(cfg[k], v, source, full + '.')
+    return out
 

@@ -9,6 +9,7 @@ import sys
 import tempfile
 from typing import Callable, List, Optional, Sequence, Tuple
 
+from graphgps_ext.config.train import short_run_warmup
 from graphgps_ext.run_dir import Results, SearchDir, write_yaml
 from graphgps_ext.sweep import grid as gridlib
 from graphgps_ext.sweep import local, slurm
@@ -468,7 +469,8 @@ def warmup_warnings(targets: Sequence[Target]) -> List[str]:
             out.append(f"# warning: {t.name}: optim.max_epoch {i['optim.max_epoch']} <= "
                        f"optim.num_warmup_epochs {i['optim.num_warmup_epochs']}: the "
                        f"learning rate never leaves the warm-up ({i['optim.scheduler']}); "
-                       'raise optim.max_epoch or lower optim.num_warmup_epochs')
+                       'for a short trial add `optim.num_warmup_epochs '
+                       f"{short_run_warmup(i['optim.max_epoch'])}` after --")
     return out
 
 

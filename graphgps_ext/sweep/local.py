@@ -5,7 +5,8 @@ run per GPU at a time (``CUDA_VISIBLE_DEVICES``), the next run starting when
 a GPU frees up; with ``per_gpu`` k > 1, k runs share each GPU (each its own
 process). Each run's output is appended to its log file
 (``<out_dir>/<run_name>/logs/seed<S>.log``, earlier attempts kept), headed by
-the command line."""
+the command line. Each finished run is announced with its best epoch and
+metric (:func:`outcome`)."""
 import datetime
 import os
 import queue
@@ -15,6 +16,8 @@ import threading
 from concurrent.futures import ThreadPoolExecutor
 from typing import Callable, List, Optional, Sequence
 
+from graphgps_ext.logger import duration
+from graphgps_ext.run_dir import RunDir, RunFileError
 from graphgps_ext.sweep.plan import Run, main_command
 
 #: ``devices``: ``None`` = the environment's, ``[]`` = the CPU, else GPU ids.
@@ -23,6 +26,31 @@ Devices = Optional[List[str]]
 
 def _now() -> str:
     return datetime.datetime.now().strftime('%H:%M:%S')
+
+
+def _num(value) -> str:
+    return f'{value:.4g}' if isinstance(value, float) else str(value)
+
+
+def outcome(run_dir: str) -> str:
+    """What a finished seed folder reports: ``best epoch 6: val accuracy 1,
+    test accuracy 0.98; 10 epochs in 51s`` (epochs numbered from 0; the
+    selection split first), or ``''`` when it has no readable best epoch."""
+    folder = RunDir(run_dir)
+    try:
+        best, done = folder.read_best(), folder.read_done() or {}
+    except RunFileError:
+        return ''
+    if not isinstance(best, dict) or 'epoch' not in best or 'metric' not in best:
+        return ''
+    metric, first = best['metric'], best.get('split', 'val')
+    values = [f'{split} {metric} {_num(best[split][metric])}'
+              for split in dict.fromkeys([first, 'val', 'test'])
+              if isinstance(best.get(split), dict) and metric in best[split]]
+    text = f'best epoch {best["epoch"]}: ' + ', '.join(values)
+    if isinstance(done.get('epochs'), int) and isinstance(done.get('seconds'), (int, float)):
+        text += f'; {done["epochs"]} epochs in {duration(done["seconds"])}'
+    return text
 
 
 def threads_per_job(jobs: int) -> Optional[int]:
@@ -75,7 +103,9 @@ def run_all(runs: Sequence[Run], python: Sequence[str], main: str, devices: Devi
         rc = run_one(run, python, main, device, threads)
         with lock:
             if rc == 0:
-                say(f'[{_now()}] done {run.target.name} seed {run.seed}')
+                result = outcome(run.run_dir)
+                say(f'[{_now()}] done {run.target.name} seed {run.seed}'
+                    + (f': {result}' if result else ''))
             else:
                 say(f'[{_now()}] FAILED {run.target.name} seed {run.seed} (exit {rc})')
                 failed.append(f'{run.target.name} seed {run.seed} (exit {rc}, log {run.log})')

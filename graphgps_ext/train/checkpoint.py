@@ -142,7 +142,7 @@ def load_latest(path: str, map_location='cpu'
                   else f'cannot be read ({err})')
         state = load(prev, map_location)
         return state, prev, (f'{path} {reason}; continuing from the previous '
-                             f'checkpoint {prev} (epoch {state["epoch"] + 1})')
+                             f'checkpoint {prev} (after epoch {state["epoch"]})')
 
 
 def has_checkpoint(path: str) -> bool:

@@ -1,6 +1,7 @@
 """The training loop: epochs, evaluation, model selection, checkpoints.
 
-One :class:`Trainer` trains one seed. Per epoch ``t`` (0-based):
+One :class:`Trainer` trains one seed. Per epoch ``t`` (numbered from 0, in
+the files and the log alike, :mod:`graphgps_ext.logger`):
 
 1. train over ``loaders['train']`` (optimiser step per batch, optional
    gradient-norm clipping), collecting predictions for the train metrics;
@@ -10,7 +11,9 @@ One :class:`Trainer` trains one seed. Per epoch ``t`` (0-based):
    (direction ``min``/``max`` from the task; NaN, a metric undefined on the
    split, ranks below every number) makes ``t`` the best epoch and
    writes ``ckpt/best.pt`` and ``best.json`` (without a ``val`` split the
-   train split selects);
+   train split selects); then the epoch's stats, TensorBoard and W&B records and log line are
+   written (:meth:`~graphgps_ext.logger.RunLogger.log_epoch`, with the best
+   epoch so far and the training time for the ETA);
 4. scheduler step (``reduce_on_plateau`` on the validation loss);
 5. stop early after ``train.early_stop_patience`` evaluations without improvement
    (``0``: never), or (``reduce_on_plateau``) once the lr is below
@@ -401,7 +404,7 @@ class Trainer:
         if not all_finite(self.model):
             text, key, value = self._non_finite_cause(first_batch=False)
             raise NonFiniteLossError(
-                f'parameters became non-finite at epoch {self.last_epoch + 1}. '
+                f'parameters became non-finite after epoch {self.last_epoch}. '
                 f'{text}; {self.last_path} keeps the last good state.', key, value)
         state = self.state_dict()  # collective: on every process
         if dist.is_main_process():
@@ -470,7 +473,7 @@ class Trainer:
         if not self.progress:
             return loader
         from tqdm import tqdm
-        return tqdm(loader, desc=f'{split} {epoch + 1}', leave=False, file=sys.stderr)
+        return tqdm(loader, desc=f'{split} epoch {epoch}', leave=False, file=sys.stderr)
 
     def _forward(self, net, batch):
         """``(pred, true, loss)`` of ``batch`` (loss in float32 under
@@ -523,7 +526,7 @@ class Trainer:
         if done.skipped:
             self.skipped_batches += done.skipped
             self.log.warning(
-                f'epoch {epoch + 1}: skipped {done.skipped} training batch(es) '
+                f'epoch {epoch}: skipped {done.skipped} training batch(es) '
                 'of a single node (BatchNorm needs more than one value per '
                 f'channel in training); {self.skipped_batches} in this run')
         return done
@@ -605,9 +608,9 @@ class Trainer:
         return dist.broadcast_object(record)
 
     def _raise_non_finite(self, split: str, epoch: int, bad):
-        where = (f'{bad[1]} loss in {split} at epoch {epoch + 1}, batch {bad[0] + 1}'
+        where = (f'{bad[1]} loss in {split} at epoch {epoch}, batch {bad[0]}'
                  if bad is not None else
-                 f'non-finite loss in {split} at epoch {epoch + 1} on another process')
+                 f'non-finite loss in {split} at epoch {epoch} on another process')
         # Before the first optimiser step of the run no setting of the
         # optimiser can be the cause.
         first = (split == 'train' and epoch == 0 and self.start_epoch == 0
@@ -644,8 +647,8 @@ class Trainer:
         for epoch in range(self.start_epoch, cfg.optim.max_epoch):
             records = {'train': self.run_split('train', epoch, train=True)}
             records.update(self.evaluate(epoch))
-            self.logger.log_epoch(epoch, records)
             self._select(epoch, records)
+            self.logger.log_epoch(epoch, records, self.best, self.elapsed())
             self._step_scheduler(records)
             self.stopped = self._should_stop(epoch)
             self.last_epoch = epoch
@@ -700,13 +703,13 @@ class Trainer:
         if patience > 0 and self.best is not None and sum(
                 self.is_eval_epoch(e) for e in range(self.best['epoch'] + 1, epoch + 1)
         ) >= patience:
-            self.log.info(f'early stop at epoch {epoch + 1}: no better '
+            self.log.info(f'early stop after epoch {epoch}: no better '
                           f'{self.select_split} {self.metric} in {patience} '
                           'evaluations')
             return True
         if (cfg.optim.scheduler == 'reduce_on_plateau'
                 and current_lr(self.optimizer) < cfg.optim.min_lr):
-            self.log.info(f'stop at epoch {epoch + 1}: lr '
+            self.log.info(f'stop after epoch {epoch}: lr '
                           f'{current_lr(self.optimizer):.3g} < optim.min_lr '
                           f'{cfg.optim.min_lr:g}')
             return True

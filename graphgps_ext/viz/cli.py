@@ -12,7 +12,7 @@ writes, for the graphs of ``--split`` (default ``test``):
   Fig. 4/8); MNA gives one panel per kernel weight :math:`\\alpha_k`;
 - ``csa_<run>_g<i>.{png,svg}``: the per-channel ``n x n`` CSA maps of graph
   ``i`` (CSA Fig. 3/4), and with ``--csa-nodes`` the rows of those maps drawn
-  on the molecule (``csa_<run>_g<i>_rows``, receiving node ringed in blue);
+  on the molecule (``csa_<run>_g<i>_rows``, receiving node marked in blue);
 - with ``--head-maps``: ``<branch>_<run>_g<i>`` per-head maps of the
   Transformer / GT branches.
 """
@@ -25,9 +25,9 @@ import torch
 
 from graphgps_ext.branches import recording
 from graphgps_ext.train.checkpoint import CheckpointError
-from graphgps_ext.viz.draw import (Panel, atom_labels, draw_grid, draw_heatmaps,
-                                   molecule_kind, selected_channels,
-                                   to_molecule)
+from graphgps_ext.viz.draw import (Panel, Scale, atom_labels, draw_grid,
+                                   draw_heatmaps, molecule_kind,
+                                   selected_channels, to_molecule)
 from graphgps_ext.viz.record import (LoadedRun, graph_maps, load_run,
                                      node_scores, record_attention,
                                      recorded_branches)
@@ -73,6 +73,11 @@ def _layer_name(layer: Union[int, str]) -> str:
 def _same_graph(a, b) -> bool:
     return (a.num_nodes == b.num_nodes
             and torch.equal(a.edge_index.cpu(), b.edge_index.cpu()))
+
+
+#: The per-node scores of every attention branch (GEANet, Transformer, GT,
+#: CSA): shares that sum to 1 over a graph, all on one colour scale.
+ATTENTION = Scale('attention on each node (its share; a graph\'s sum to 1)', from_zero=False)
 
 
 def make_figures(runs: Sequence[LoadedRun], graphs: Sequence[int], out: str,
@@ -127,11 +132,14 @@ def make_figures(runs: Sequence[LoadedRun], graphs: Sequence[int], out: str,
             for pos, row in enumerate(rows):
                 s = scores[ptr[pos]:ptr[pos + 1]]
                 d, m = datas[pos], mols[pos]
-                if layout == 'kernels':  # one weight per kernel (MNA)
-                    row.extend(Panel(d, m, s[:, k], f'{run.label} {branch} alpha_{k}')
-                               for k in range(s.size(1)))
+                if layout == 'kernels':  # weights of a node over its kernels (MNA)
+                    kernels = Scale(f'{branch} kernel weight α_k of each node, {split} '
+                                    f'graph {graphs[pos]}', from_zero=False)
+                    row.extend(Panel(d, m, s[:, k],
+                                     f'{run.label} {branch} α_{k} ({k}-hop kernel)',
+                                     scale=kernels) for k in range(s.size(1)))
                 else:
-                    row.append(Panel(d, m, s, f'{run.label} {branch}'))
+                    row.append(Panel(d, m, s, f'{run.label} {branch}', scale=ATTENTION))
             what = map_kind(branch, head_maps)
             per_channel = what == 'channel'
             if what is not None:
@@ -152,8 +160,11 @@ def make_figures(runs: Sequence[LoadedRun], graphs: Sequence[int], out: str,
                                              f'{maps.size(-1)} nodes')
                     if nodes:
                         grid = [[Panel(datas[pos], mols[pos], maps[c, v],
-                                       f'ch {c}, node {v}', mark=v) for c in ch]
-                                for v in nodes]
+                                       f'channel {c}: node {v} attends to',
+                                       mark=v, scale=Scale(
+                                           f'CSA attention of node {v} (blue) on each '
+                                           'node; sums to 1'))
+                                 for c in ch] for v in nodes]
                         written += draw_grid(grid, stem + '_rows')
     written += draw_grid(rows, os.path.join(out, 'attention_nodes'))
     return written

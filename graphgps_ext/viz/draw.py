@@ -4,12 +4,16 @@ r"""Drawing per-node attention on graphs and node-pair maps as heat maps.
   atomic number minus 1) are rebuilt as RDKit molecules and drawn with
   :mod:`rdkit.Chem.Draw.rdMolDraw2D`, atoms highlighted with a colour and a
   radius growing with the score (GEAET Fig. 4/8);
-- other graphs are drawn with a networkx layout (matplotlib, Agg backend),
-  nodes coloured by the score;
+- other graphs are drawn with a networkx layout, nodes coloured by the
+  score;
+- both in one matplotlib grid (Agg backend), where the panels of one
+  :class:`Scale` share one colour range and one colour bar, so that two
+  branches' panels (GEANet beside a Transformer) compare by colour;
 - node-pair maps ``[channels, n, n]`` become a grid of heat maps (CSA
   Fig. 3/4).
 
-Every picture is written as ``<stem>.png`` and ``<stem>.svg``.
+Every picture is written as ``<stem>.png`` and ``<stem>.svg`` (in the SVG
+the RDKit drawings are embedded images).
 """
 import os
 from dataclasses import dataclass
@@ -98,27 +102,59 @@ def to_molecule(data, kind: str):
     return mol
 
 
+@dataclass(frozen=True)
+class Scale:
+    """A colour scale, shared by every panel of a figure that names it (one
+    colour bar each): from 0 (``from_zero``, for shares such as attention
+    that sums to 1 over a graph) or from the smallest value to the
+    largest of all those panels."""
+    label: str
+    from_zero: bool = True
+
+
+#: The scale of panels that name none.
+SCORES = Scale('score')
+
+
 @dataclass
 class Panel:
     """One picture of a grid: a graph, its RDKit molecule (or ``None`` for
     the networkx drawing), per-node ``scores`` ``[n]`` (``None``: plain
-    drawing), a title and an optional node ``mark`` ringed in blue."""
+    drawing) on the colour ``scale``, a title and an optional node ``mark``
+    marked in blue (filled on a molecule, ringed on another graph)."""
     data: object
     mol: object
     scores: Optional[Tensor]
     title: str
     mark: Optional[int] = None
+    scale: Scale = SCORES
 
 
-def _colours(scores: Tensor, cmap: str):
-    """Colours and ``[0, 1]`` intensities: the panel's minimum -> 0 (light),
-    its maximum -> 1 (dark)."""
+def _colormap(cmap: str):
+    """``cmap`` without its palest and darkest ends (a node of the smallest
+    score stays visible on white, labels stay readable on the largest)."""
     import matplotlib
-    s = scores.detach().double().cpu()
-    span = float(s.max() - s.min()) if s.numel() else 0.0
-    s = (s - s.min()) / span if span > 0 else torch.zeros_like(s)
-    cm = matplotlib.colormaps[cmap]
-    return [tuple(float(c) for c in cm(0.05 + 0.8 * float(v))[:3]) for v in s], s
+    from matplotlib.colors import ListedColormap
+    import numpy as np
+    return ListedColormap(matplotlib.colormaps[cmap](np.linspace(0.08, 0.85, 256)),
+                          name=f'{cmap}_drawn')
+
+
+def _norms(panels: Sequence[Panel]):
+    """``{scale: matplotlib Normalize}`` over the scores of every panel of
+    each scale."""
+    from matplotlib.colors import Normalize
+    values: Dict[Scale, List[Tensor]] = {}
+    for p in panels:
+        if p.scores is not None and p.scores.numel():
+            values.setdefault(p.scale, []).append(p.scores.detach().double().cpu())
+    out = {}
+    for scale, vs in values.items():
+        v = torch.cat(vs)
+        lo = 0.0 if scale.from_zero else float(v.min())
+        hi = float(v.max())
+        out[scale] = Normalize(lo, hi if hi > lo else lo + 1e-12)
+    return out
 
 
 def _write(stem: str, png: bytes, svg: str) -> List[str]:
@@ -127,60 +163,38 @@ def _write(stem: str, png: bytes, svg: str) -> List[str]:
     return [stem + '.png', stem + '.svg']
 
 
-def _legend(p: Panel) -> str:
-    if p.scores is None:
-        return p.title
-    return (f'{p.title} ({float(p.scores.min()):.2g}'
-            f'-{float(p.scores.max()):.2g})')
+def _rdkit_image(p: Panel, norm, cmap, size: int):
+    """The molecule of ``p`` drawn by RDKit (atoms coloured by score on
+    ``norm``, radius growing with it; ``mark`` filled in blue), as an RGB
+    array."""
+    import io
 
-
-def draw_rdkit_grid(rows: List[List[Panel]], stem: str, cmap: str = CMAP,
-                    size: int = 300) -> List[str]:
-    """Molecules with atoms coloured by score, rows x columns, via RDKit:
-    light = the panel's smallest score, dark and larger = its largest (the
-    legend gives both)."""
-    from rdkit import Chem
+    import matplotlib.image
     from rdkit.Chem.Draw import rdMolDraw2D
-    ncol = max(len(r) for r in rows)
-    mols, atoms, colours, radii, legends = [], [], [], [], []
-    for row in rows:
-        for p in row + [None] * (ncol - len(row)):
-            if p is None:
-                mols.append(Chem.Mol())
-                atoms.append([]), colours.append({}), radii.append({})
-                legends.append('')
-                continue
-            mols.append(p.mol)
-            legends.append(_legend(p))
-            if p.scores is None:
-                atoms.append([]), colours.append({}), radii.append({})
-                continue
-            cols, norm = _colours(p.scores, cmap)
-            idx = list(range(len(cols)))
-            col = dict(zip(idx, cols))
-            rad = {i: 0.2 + 0.3 * float(norm[i]) for i in idx}
-            if p.mark is not None:
-                col[p.mark], rad[p.mark] = MARK, 0.6
-            atoms.append(idx), colours.append(col), radii.append(rad)
-    out = []
-    for drawer in (rdMolDraw2D.MolDraw2DCairo, rdMolDraw2D.MolDraw2DSVG):
-        d = drawer(ncol * size, len(rows) * size, size, size)
-        opts = d.drawOptions()
-        opts.legendFontSize = 14
-        opts.prepareMolsBeforeDrawing = False
-        opts.fillHighlights = True
-        prepared = []
-        for m in mols:
-            try:
-                prepared.append(rdMolDraw2D.PrepareMolForDrawing(m))
-            except Exception:  # unsanitisable molecule: draw it as it is
-                prepared.append(m)
-        d.DrawMolecules(prepared, highlightAtoms=atoms,
-                        highlightAtomColors=colours, highlightAtomRadii=radii,
-                        highlightBonds=[[] for _ in mols], legends=legends)
-        d.FinishDrawing()
-        out.append(d.GetDrawingText())
-    return _write(stem, out[0], out[1])
+    d = rdMolDraw2D.MolDraw2DCairo(size, size)
+    opts = d.drawOptions()
+    opts.prepareMolsBeforeDrawing = False
+    opts.fillHighlights = True
+    try:
+        mol = rdMolDraw2D.PrepareMolForDrawing(p.mol)
+    except Exception:  # unsanitisable molecule: draw it as it is
+        mol = p.mol
+    atoms, colours, radii = [], {}, {}
+    if p.scores is not None:
+        s = p.scores.detach().double().cpu()
+        for i, v in enumerate(s.tolist()):
+            t = float(norm(v))
+            atoms.append(i)
+            colours[i] = tuple(float(c) for c in cmap(t)[:3])
+            radii[i] = 0.2 + 0.3 * max(0.0, min(1.0, t))
+    if p.mark is not None:
+        if p.mark not in atoms:
+            atoms.append(p.mark)
+        colours[p.mark], radii[p.mark] = MARK, 0.6
+    d.DrawMolecule(mol, highlightAtoms=atoms, highlightAtomColors=colours,
+                   highlightAtomRadii=radii, highlightBonds=[])
+    d.FinishDrawing()
+    return matplotlib.image.imread(io.BytesIO(d.GetDrawingText()), format='png')
 
 
 def _layout(data) -> Dict[int, tuple]:
@@ -194,18 +208,45 @@ def _layout(data) -> Dict[int, tuple]:
         return nx.spring_layout(g, seed=0)
 
 
-def draw_networkx_grid(rows: List[List[Panel]], stem: str, cmap: str = CMAP,
-                       size: float = 3.2) -> List[str]:
-    """Graphs in a networkx layout (one layout per graph, shared by its
-    panels), nodes coloured by score with a colour bar per panel."""
+def _draw_networkx(ax, p: Panel, pos, norm, cmap):
+    import networkx as nx
+    g = nx.Graph()
+    g.add_nodes_from(range(p.data.num_nodes))
+    g.add_edges_from(p.data.edge_index.t().tolist())
+    nx.draw_networkx_edges(g, pos, ax=ax, edge_color='0.6')
+    if p.scores is None:
+        nx.draw_networkx_nodes(g, pos, ax=ax, node_size=60, node_color='0.75')
+    else:
+        nx.draw_networkx_nodes(g, pos, ax=ax, node_size=60,
+                               node_color=p.scores.detach().double().cpu().numpy(),
+                               cmap=cmap, vmin=norm.vmin, vmax=norm.vmax)
+    if p.mark is not None:
+        nx.draw_networkx_nodes(g, pos, nodelist=[p.mark], ax=ax, node_size=140,
+                               node_color='none', edgecolors=[MARK], linewidths=2)
+
+
+def draw_grid(rows: List[List[Panel]], stem: str, cmap: str = CMAP,
+              size: float = 2.8) -> List[str]:
+    """Rows x columns of graphs with nodes coloured by score: a molecule by
+    RDKit (atoms coloured, radius growing with the score), another graph in
+    a networkx layout (one layout per graph, shared by its panels). Every
+    panel of a :class:`Scale` is coloured on the same range, shown by one
+    colour bar labelled with the scale; titles are wrapped to the panel."""
+    import textwrap
+
     import matplotlib
     matplotlib.use('Agg')
     import matplotlib.pyplot as plt
-    import networkx as nx
+    from matplotlib.cm import ScalarMappable
+    colours = _colormap(cmap)
+    panels = [p for row in rows for p in row]
+    norms = _norms(panels)
     ncol = max(len(r) for r in rows)
-    fig, axes = plt.subplots(len(rows), ncol, squeeze=False,
-                             figsize=(size * ncol, size * len(rows)))
-    layouts = {}
+    fig = plt.figure(figsize=(size * ncol + 1.2 * len(norms), size * len(rows) + 0.3),
+                     layout='constrained')
+    axes = fig.subplots(len(rows), ncol, squeeze=False)
+    layouts: Dict[int, Dict[int, tuple]] = {}
+    by_scale: Dict[Scale, list] = {}
     for r, row in enumerate(rows):
         for c in range(ncol):
             ax = axes[r][c]
@@ -213,29 +254,21 @@ def draw_networkx_grid(rows: List[List[Panel]], stem: str, cmap: str = CMAP,
             if c >= len(row):
                 continue
             p = row[c]
-            key = id(p.data)
-            if key not in layouts:
-                layouts[key] = _layout(p.data)
-            pos = layouts[key]
-            g = nx.Graph()
-            g.add_nodes_from(range(p.data.num_nodes))
-            g.add_edges_from(p.data.edge_index.t().tolist())
-            nx.draw_networkx_edges(g, pos, ax=ax, edge_color='0.6')
-            if p.scores is None:
-                nx.draw_networkx_nodes(g, pos, ax=ax, node_size=60,
-                                       node_color='0.75')
+            norm = norms.get(p.scale)
+            if p.mol is not None:
+                ax.imshow(_rdkit_image(p, norm, colours, int(size * 110)))
             else:
-                s = p.scores.detach().double().cpu().numpy()
-                nodes = nx.draw_networkx_nodes(
-                    g, pos, ax=ax, node_size=60, node_color=s, cmap=cmap,
-                    vmin=0.0, vmax=max(float(s.max()), 1e-12))
-                fig.colorbar(nodes, ax=ax, fraction=0.046, pad=0.02)
-            if p.mark is not None:
-                nx.draw_networkx_nodes(g, pos, nodelist=[p.mark], ax=ax,
-                                       node_size=140, node_color='none',
-                                       edgecolors=[MARK], linewidths=2)
-            ax.set_title(p.title, fontsize=9)
-    fig.tight_layout()
+                if id(p.data) not in layouts:
+                    layouts[id(p.data)] = _layout(p.data)
+                _draw_networkx(ax, p, layouts[id(p.data)], norm, colours)
+            ax.set_title(textwrap.fill(p.title, 30), fontsize=9)
+            if p.scores is not None:
+                by_scale.setdefault(p.scale, []).append(ax)
+    for scale, axs in by_scale.items():
+        bar = fig.colorbar(ScalarMappable(norm=norms[scale], cmap=colours), ax=axs,
+                           shrink=0.9 if len(axs) > 1 else 0.8, aspect=25, pad=0.02)
+        bar.set_label(textwrap.fill(scale.label, 40), fontsize=8)
+        bar.ax.tick_params(labelsize=7)
     return _save_fig(fig, stem)
 
 
@@ -246,13 +279,6 @@ def _save_fig(fig, stem: str) -> List[str]:
     fig.savefig(stem + '.svg')
     plt.close(fig)
     return [stem + '.png', stem + '.svg']
-
-
-def draw_grid(rows: List[List[Panel]], stem: str, cmap: str = CMAP) -> List[str]:
-    """RDKit when every panel has a molecule, networkx otherwise."""
-    if all(p.mol is not None for row in rows for p in row):
-        return draw_rdkit_grid(rows, stem, cmap)
-    return draw_networkx_grid(rows, stem, cmap)
 
 
 def draw_heatmaps(maps: Tensor, stem: str, titles: Sequence[str],

@@ -225,7 +225,9 @@ def load_run(run_dir: str, ckpt: str = 'best', device: str = 'cpu',
     # load_cfg resets GraphGym's global cfg: keep a private copy per run.
     cfg = load_cfg(cfg_path, ['accelerator', device] + list(opts)).clone()
     bundle = load_dataset(cfg)
-    finalize_cfg(cfg, bundle.task)
+    # The config's warnings are about training it (a short warm-up, ...):
+    # the run they concern has logged them already.
+    finalize_cfg(cfg, bundle.task, warn=False)
     model = build_model(cfg, bundle.task).to(cfg.accelerator)
     state = checkpoint.load(ckpt_path, map_location=cfg.accelerator)
     model.load_state_dict(state['model'])

@@ -114,6 +114,10 @@ CASES = [
      ["unknown config key 'optim.base_rl' on the command line",
       "did you mean 'optim.base_lr'"]),
     ('unknown-key-case', None, ['optim.Base_LR', '0.1'], ["did you mean 'optim.base_lr'"]),
+    ('unknown-keys-all-at-once', 'unknown.yaml', ['optim.base_rl', '0.1', 'gt.layerz', '3'],
+     ['3 problems:', "  - unknown config key 'gt.layer' in ",
+      "  - unknown config key 'optim.base_rl' on the command line",
+      "  - unknown config key 'gt.layerz' on the command line; did you mean 'gt.layers'"]),
     ('type-float-for-int', None, ['gt.layers', '2.5'],
      ["bad value 2.5 for 'gt.layers' (on the command line)", 'expected an integer']),
     ('type-str-for-float', None, ['optim.base_lr', 'fast'],
@@ -465,7 +469,8 @@ def test_a_run_shorter_than_its_warmup_is_warned_at_start(caplog):
     text = caplog.text
     assert 'optim.max_epoch 2 <= optim.num_warmup_epochs 50' in text
     assert 'never leaves the linear warm-up' in text
-    assert 'optim.num_warmup_epochs' in text and '1e-09' in text
+    assert '1e-09' in text
+    assert 'For a short trial add `optim.num_warmup_epochs 0` to the command line' in text
     caplog.clear()
     cfg = load_cfg(QUICKSTART, MOLHIV + ['optim.max_epoch', '20',
                                          'optim.num_warmup_epochs', '2'])

@@ -89,14 +89,20 @@ def test_compile_step_without_compile_is_refused():
 
 
 def test_tf32_applies_on_cuda_only(monkeypatch):
-    import torch
+    """``apply_tf32`` sets torch's two TF32 switches on CUDA only. Tested on
+    a stand-in for ``torch`` (the module's own name replaced), so that the
+    test neither changes torch's process-wide settings nor depends on how a
+    torch release implements them."""
+    from types import SimpleNamespace
 
     from graphgps_ext.train import speed
+    backends = SimpleNamespace(cuda=SimpleNamespace(matmul=SimpleNamespace(allow_tf32=False)),
+                               cudnn=SimpleNamespace(allow_tf32=False))
+    monkeypatch.setattr(speed, 'torch', SimpleNamespace(backends=backends))
     cfg = load_cfg(None, ['train.tf32', 'True'])
-    monkeypatch.setattr(torch.backends.cuda.matmul, 'allow_tf32', False)
-    monkeypatch.setattr(torch.backends.cudnn, 'allow_tf32', False)
     speed.apply_tf32(cfg, 'cpu')
-    assert torch.backends.cuda.matmul.allow_tf32 is False
+    assert backends.cuda.matmul.allow_tf32 is False and backends.cudnn.allow_tf32 is False
     speed.apply_tf32(cfg, 'cuda')
-    assert torch.backends.cuda.matmul.allow_tf32 is True
-    assert torch.backends.cudnn.allow_tf32 is True
+    assert backends.cuda.matmul.allow_tf32 is True and backends.cudnn.allow_tf32 is True
+    speed.apply_tf32(load_cfg(None, ['train.tf32', 'False']), 'cuda')
+    assert backends.cuda.matmul.allow_tf32 is False and backends.cudnn.allow_tf32 is False

@@ -187,6 +187,7 @@ def test_search_on_slurm_summarises_in_the_aggregation_job(tmp_path, monkeypatch
     configs = re.findall(r'results/_search/quick_grid_g/configs/(quick-l=\S+\.yaml)', out)
     assert len(set(configs)) == 2
     assert '# warning: quick-l=' in out and 'never leaves the warm-up' in out
+    assert 'for a short trial add `optim.num_warmup_epochs 0` after --' in out
     assert not (tmp_path / 'results').exists()  # a dry run writes nothing
 
 

@@ -36,7 +36,7 @@ def test_run_writes_results_and_learns(tiny_run, tiny_cfg):
     last = ckpt.load(os.path.join(run_dir, 'ckpt', 'last.pt'))
     assert last['epoch'] == 7 and last['best']['epoch'] == best['epoch']
     assert ckpt.load(os.path.join(run_dir, 'ckpt', 'best.pt'))['epoch'] == best['epoch']
-    assert 'epoch 8/8' in open(os.path.join(run_dir, 'logging.log')).read()
+    assert 'INFO epoch 7 | ' in open(os.path.join(run_dir, 'logging.log')).read()
 
 
 def test_same_seed_same_stats_other_seed_differs(tiny_run, tiny_cfg, tmp_path):
@@ -119,14 +119,14 @@ def test_nan_loss_stops_and_keeps_last_good_checkpoint(tiny_run, tiny_cfg):
             with torch.no_grad():
                 next(trainer.model.parameters()).fill_(float('nan'))
 
-    with pytest.raises(NonFiniteLossError, match=r'epoch 3, batch 1.*base_lr'):
+    with pytest.raises(NonFiniteLossError, match=r'epoch 2, batch 0.*base_lr'):
         tiny_run.run_seed(tiny_cfg, callbacks=[poison])
     run_dir = os.path.join(tiny_cfg.out_dir, 'tiny', '0')
     last = ckpt.load(os.path.join(run_dir, 'ckpt', 'last.pt'))
     assert last['epoch'] == 1
     assert all(torch.isfinite(v).all() for v in last['model'].values()
                if v.is_floating_point())
-    assert 'NaN loss in train at epoch 3' in open(
+    assert 'NaN loss in train at epoch 2' in open(
         os.path.join(run_dir, 'logging.log')).read()
     assert not os.path.exists(os.path.join(run_dir, 'done'))
 
@@ -409,7 +409,7 @@ def test_nan_loss_mid_epoch_is_reported_at_its_batch(tiny_run, tiny_cfg,
     # naming its batch, and no checkpoint of that epoch is written.
     monkeypatch.setitem(LOSSES, 'cross_entropy', NanAt(8 + 3))
     with pytest.raises(NonFiniteLossError,
-                       match=r'NaN loss in train at epoch 2, batch 3'):
+                       match=r'NaN loss in train at epoch 1, batch 2'):
         tiny_run.run_seed(tiny_cfg)
     run_dir = os.path.join(tiny_cfg.out_dir, 'tiny', '0')
     last = ckpt.load(os.path.join(run_dir, 'ckpt', 'last.pt'))

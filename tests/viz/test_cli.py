@@ -4,6 +4,7 @@ import os
 import shutil
 import sys
 
+import pytest
 import torch
 from torch_geometric.data import Data
 
@@ -41,17 +42,20 @@ dataset: {{format: PyG-ZINC, name: subset, dir: {data}, max_graphs: 36}}
 train: {{batch_size: 16, eval_period: 1}}
 model: {{type: GPSModel}}
 gt: {{layers: 1, dim_hidden: 16, n_heads: 2}}
-optim: {{max_epoch: 1}}
+optim: {{max_epoch: 1, scheduler: cosine_with_warmup, num_warmup_epochs: 2}}
 posenc: {{progress: False}}
 """)
     gea = _train(data, out, 'gea', 'GINE+None+GEANet')
     csa = _train(data, out, 'csa', 'None+CSA+None')
+    assert 'never leaves the linear warm-up' in capsys.readouterr().out  # training warns
     from graphgps_ext.viz.cli import main
     figs = str(tmp_path / 'figs')
     rc = main(['--run', gea, '--compare', csa, '--graphs', '0,2', '--out', figs,
                '--csa-nodes', '1', '--channels', '0,3,5'])
     assert rc == 0
-    paths = [ln for ln in capsys.readouterr().out.splitlines()
+    printed = capsys.readouterr()
+    assert 'warm-up' not in printed.out + printed.err  # a training warning: not repeated
+    paths = [ln for ln in printed.out.splitlines()
              if ln.endswith(('.png', '.svg'))]
     names = {os.path.basename(p) for p in paths}
     assert {'attention_nodes.png', 'attention_nodes.svg', 'csa_csa_0_g0.png',
@@ -105,3 +109,20 @@ def test_the_maps_drawn_follow_the_record_layouts_of_the_catalogue():
         'GEANet': None, 'Transformer': None, 'GT': None, 'CSA': 'channel', 'MNA': None}
     assert {b: map_kind(b, head_maps=True) for b in ('Transformer', 'GT', 'MNA')} == {
         'Transformer': 'head', 'GT': 'head', 'MNA': None}
+
+
+def test_panels_of_one_scale_share_its_range(tmp_path):
+    from graphgps_ext.viz.draw import Scale, _norms
+    g = Data(edge_index=torch.tensor([[0, 1], [1, 0]]), num_nodes=2)
+    share = Scale('share')
+    kernels = Scale('kernel weight', from_zero=False)
+    panels = [Panel(g, None, torch.tensor([0.2, 0.8]), 'a', scale=share),
+              Panel(g, None, torch.tensor([0.4, 0.6]), 'b', scale=share),
+              Panel(g, None, torch.tensor([0.3, 0.35]), 'c', scale=kernels),
+              Panel(g, None, None, 'plain')]
+    norms = _norms(panels)
+    assert set(norms) == {share, kernels}
+    assert (norms[share].vmin, norms[share].vmax) == pytest.approx((0.0, 0.8))  # both panels
+    assert (norms[kernels].vmin, norms[kernels].vmax) == pytest.approx((0.3, 0.35))
+    # One colour bar per scale, drawn beside its panels.
+    _check(draw_grid([panels[:2], panels[2:]], str(tmp_path / 'scales')))
