@@ -104,6 +104,7 @@ def load_cfg(cfg_file: Optional[str] = None,
     problems, before any data is read."""
     register_all()
     cfg = graphgym_cfg
+    cfg.clear()  # no key left from an earlier load (or a group since removed)
     set_cfg(cfg)
     sources, unknown = {}, []
     if cfg_file is not None:

@@ -66,16 +66,19 @@ if 'fail' in name:
     sys.exit(3)
 os.makedirs(out, exist_ok=True)
 fp, ident = json.loads(os.environ.get('FAKE_FPS', '{}')).get(cfg, [None, {}])
-os.makedirs(os.path.join(out, 'train'), exist_ok=True)  # what a finished run holds
-with open(os.path.join(out, 'train', 'stats.json'), 'w') as f:
-    f.write('{"epoch": 0}\n')
+stats = {'train': {}, 'val': {'accuracy': 0.5}, 'test': {'accuracy': 0.25}}
+for split, values in stats.items():  # what a finished run holds
+    os.makedirs(os.path.join(out, split), exist_ok=True)
+    with open(os.path.join(out, split, 'stats.json'), 'w') as f:
+        f.write(json.dumps({'epoch': 0, **values}) + '\n')
 with open(os.path.join(out, 'config.yaml'), 'w') as f:
     f.write(f'# fingerprint: {fp}\n')
 with open(os.path.join(out, 'best.json'), 'w') as f:
     json.dump({'epoch': 0, 'metric': 'accuracy', 'split': 'val', 'value': 0.5,
-               'val': {'accuracy': 0.5}, 'test': {'accuracy': 0.25}}, f)
-files = dict.fromkeys(['data.json', 'val/stats.json', 'test/stats.json'])
-for name in ('config.yaml', 'train/stats.json', 'best.json'):
+               'val': stats['val'], 'test': stats['test']}, f)
+files = {'data.json': None}
+for name in ('config.yaml', 'train/stats.json', 'val/stats.json', 'test/stats.json',
+             'best.json'):
     files[name] = hashlib.sha256(open(os.path.join(out, name), 'rb').read()).hexdigest()
 data = {'fingerprint': 'fake', 'dir': os.path.realpath(opts.get('dataset.dir', 'datasets'))}
 with open(os.path.join(out, 'done'), 'w') as f:
