@@ -5,12 +5,16 @@
     python main.py --cfg FILE --seeds 0,1,2 --mark_done
     python main.py --cfg FILE --dry-run     (check it; build the model, no data)
     python main.py --cfg FILE --overwrite        (replace finished seeds)
+    python main.py --cfg FILE --seeds 0-9 --stack 10  (ten seeds, one stacked model)
 
 A finished seed (its folder holds ``done``) is reported and skipped, as
 ``complete`` (same config) or ``stale`` (with the keys that differ), unless
 ``--overwrite`` is given. With ``train.auto_resume True`` an unfinished seed
 continues from its checkpoint; changed optimiser hyper-parameters take
 effect, other changes are refused. See docs/runs.md.
+
+With ``--stack K`` the seeds train K at a time as one stacked model in one
+process, each in its ordinary seed folder (docs/stacking.md).
 
 Data parallel on G GPUs (or G CPU processes with gloo), see README
 "Multi-GPU and clusters":
@@ -22,7 +26,9 @@ Exit codes:
 
     0    every seed finished, or was skipped as finished
     2    bad config or command line; the seed is in use by another process;
-         a resume that would change keys other than optimiser settings
+         a resume that would change keys other than optimiser settings;
+         a --stack that cannot run (one seed, K above the seeds listed,
+         data parallel, seeds whose configs differ, too little memory)
     3    NaN/inf loss (resumable with a lower optim.base_lr)
     4    could not write results (disk full, read-only folder, permission;
          resumable once fixed)
@@ -82,6 +88,9 @@ def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
     parser.add_argument('--mark_done', action='store_true',
                         help='rename the config file to <file>_done when every '
                              'seed has finished (as GraphGym)')
+    parser.add_argument('--stack', type=_positive, default=None, metavar='K',
+                        help='train the seeds K at a time as one stacked model '
+                             '(one process; see docs/stacking.md)')
     parser.add_argument('--dry-run', action='store_true',
                         help='validate the config, build the model from the '
                              "dataset's known shapes (no data), print the "
@@ -176,7 +185,16 @@ def main(argv: Optional[List[str]] = None) -> int:
         check_overrides(args.opts)
         cfg = load_cfg(args.cfg_file, args.opts)
         seeds = seed_list(cfg, args.seeds, args.repeat)
+        if args.stack is not None:
+            from graphgps_ext.run_stack import check_stack_args
+            check_stack_args(seeds, args.stack,
+                             dist.detect(cfg.dist.launcher).world_size)
         rank = dist.init(cfg).rank  # joins the process group (torchrun / srun)
+        if args.stack is not None:
+            from graphgps_ext.run_stack import run_seeds
+            run_seeds(args.cfg_file, args.opts, seeds, args.stack,
+                      overwrite=args.overwrite)
+            seeds = []
         for seed in seeds:
             cfg = load_cfg(args.cfg_file, args.opts + ['seed', str(seed)])
             run_seed(cfg, cfg_file=args.cfg_file, opts=args.opts,

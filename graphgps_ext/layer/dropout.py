@@ -24,6 +24,8 @@ import math
 import torch
 from torch import Tensor, nn
 
+from graphgps_ext.layer.stacked import host_reads_allowed
+
 
 def _bits(shape, device=None) -> Tensor:
     """Uniform random int16 of ``shape``: four per 64-bit draw over the full
@@ -48,11 +50,12 @@ def dropout_mask(shape, p: float, dtype: torch.dtype = torch.float32,
     threshold = _threshold(p)
     if threshold > 32767:  # p = 1 (the int16 comparison would overflow)
         return torch.zeros(shape, dtype=dtype, device=device)
-    if torch.compiler.is_compiling():
+    if not host_reads_allowed():
         # Under torch.compile the int64 -> int16 reinterpreting view cannot
         # be traced (AOT autograd rebuilds it with the int64 strides), and
-        # Inductor draws from its own random stream anyway: a uniform draw
-        # against the same rounded probability.
+        # Inductor draws from its own random stream anyway; in a stacked
+        # pass (torch.func.vmap) an in-place draw would give every seed the
+        # same mask: a uniform draw against the same rounded probability.
         keep = torch.rand(shape, device=device) >= (threshold + 32768) / 65536
         return keep.to(dtype)
     out = torch.empty(shape, dtype=dtype, device=device)
