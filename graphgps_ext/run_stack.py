@@ -34,25 +34,20 @@ it unchanged. A stack killed at any point resumes with the same command and
 
 A stack of one seed (the rest complete) runs as a separate run.
 """
-import copy
 import logging
 import shlex
-import sys
 from contextlib import contextmanager
 from types import SimpleNamespace
 from typing import Any, Dict, List, Optional, Sequence
-
-import torch
 
 from graphgps_ext import dist
 from graphgps_ext.config import ConfigError, flatten
 from graphgps_ext.identity import identity, seed_status
 from graphgps_ext.logger import _Held, get_logger, setup_logging
-from graphgps_ext.run import (Plan, StartRefused, build_model, claim, decide,
-                              finish, load_dataset, make_loaders, prepare,
-                              run_dir_of, start, train)
+from graphgps_ext import run as runs
+from graphgps_ext.run import (Plan, StartRefused, claim, decide, finish,
+                              prepare, run_dir_of, start, train)
 from graphgps_ext.run_config import finalize_cfg, load_cfg
-from graphgps_ext.run_dir import RunDir
 from graphgps_ext.train.loop import NonFiniteLossError
 from graphgps_ext.train.loss import LOSSES
 from graphgps_ext.train.rng import seed_everything
@@ -264,14 +259,14 @@ def _prepare(cfg, plan: Plan, state, bundle=None) -> SimpleNamespace:
     device = dist.local_device(cfg.accelerator)
     seed_everything(cfg.seed)
     if bundle is None:
-        bundle = load_dataset(cfg)
+        bundle = runs.load_dataset(cfg)
     metric, mode = finalize_cfg(cfg, bundle.task)
     if cfg.model.loss_fun not in LOSSES:
         raise ConfigError(f"unknown model.loss_fun '{cfg.model.loss_fun}'; "
                           f"valid: {', '.join(LOSSES)}")
     seed_everything(cfg.seed)  # as prepare: the same initial weights
-    model = build_model(cfg, bundle.task).to(device)
-    loaders = make_loaders(cfg, bundle, device=device)
+    model = runs.build_model(cfg, bundle.task).to(device)
+    loaders = runs.make_loaders(cfg, bundle, device=device)
     return SimpleNamespace(bundle=bundle, task=bundle.task, metric=metric,
                            mode=mode, model=model, loaders=loaders, device=device,
                            fast=None, state=state,
@@ -339,15 +334,16 @@ def run_stack(cfg_file: str, opts: Sequence[str], seeds: Sequence[int], k: int,
             skipped[s] = best
         if len(todo) < 2:
             return [skipped.get(s) for s in seeds]
-        runs: Dict[int, SimpleNamespace] = {}
+        prepared: Dict[int, SimpleNamespace] = {}
         bundle = None
         for s in todo:
             i = index[s]
             with logs.only(s):
-                runs[s] = _prepare(cfgs[i], plans[s], states[s], bundle)
-            if runs[s].bundle.info.get('standard_split', True):
-                bundle = runs[s].bundle  # the splits do not depend on the seed
-        shared_eval = len({id(runs[s].bundle) for s in todo}) == 1
+                prepared[s] = _prepare(cfgs[i], plans[s], states[s], bundle)
+            info = getattr(prepared[s].bundle, 'info', None) or {}
+            if info.get('standard_split', True):
+                bundle = prepared[s].bundle  # the splits do not depend on the seed
+        shared_eval = len({id(prepared[s].bundle) for s in todo}) == 1
         names = [f'seed {s}' for s in todo]
         members = [cfgs[index[s]] for s in todo]
         problem = differing_keys(members, todo)
@@ -356,7 +352,7 @@ def run_stack(cfg_file: str, opts: Sequence[str], seeds: Sequence[int], k: int,
                 f'--stack: the seeds resolve to configs that differ in '
                 f'{problem}; a stack trains seeds of one config (run these '
                 'seeds without --stack)')
-        modules = [runs[s].model for s in todo]
+        modules = [prepared[s].model for s in todo]
         try:
             check_same_structure(modules, names)
         except StackError as err:
@@ -364,7 +360,7 @@ def run_stack(cfg_file: str, opts: Sequence[str], seeds: Sequence[int], k: int,
         why = stack_unsupported(modules[0])
         if why is not None:
             raise StartRefused(f'--stack: {why}; run the seeds without --stack')
-        cfg0, run0 = members[0], runs[todo[0]]
+        cfg0, run0 = members[0], prepared[todo[0]]
         train_split = run0.bundle.splits['train']
         batch_size = int(cfg0.train.batch_size)
         capacities = (Capacities.from_dataset(train_split, batch_size)
@@ -381,7 +377,7 @@ def run_stack(cfg_file: str, opts: Sequence[str], seeds: Sequence[int], k: int,
         for s in todo:
             i = index[s]
             with _starting(logs, s):
-                trainers[s] = start(cfgs[i], dirs[i], runs[s], plans[s], idents[i])
+                trainers[s] = start(cfgs[i], dirs[i], prepared[s], plans[s], idents[i])
         get_logger().info(
             f'stack of {len(todo)} seeds ({", ".join(map(str, todo))}): one '
             f'model, {sum(p.numel() for p in modules[0].parameters()):,} '
