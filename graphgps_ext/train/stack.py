@@ -273,10 +273,26 @@ def common_capacity(batches: Sequence, capacities: Optional[Capacities]
     largest = max(_largest(b) for b in batches)
     if capacities is not None:
         return capacities.choose(nodes, edges, graphs, largest)
-    # The dense layout's width a multiple of ALIGN, as the buckets'
-    # (CPU kernels over rows of 15 run several times slower than of 16).
-    width = -(-max(largest, 1) // ALIGN) * ALIGN
-    return Capacity(nodes + 1, edges, graphs + 1, width)
+    return Capacity(nodes + 1, edges, graphs + 1, layout_width(largest))
+
+
+def layout_width(largest: int) -> int:
+    """The dense layout's width for graphs of at most ``largest`` nodes: a
+    multiple of :data:`~graphgps_ext.loader.pad.ALIGN`, as the buckets'
+    (CPU kernels over rows of 15 run several times slower than of 16)."""
+    return -(-max(largest, 1) // ALIGN) * ALIGN
+
+
+def _same_sizes(batches: Sequence) -> bool:
+    """Whether ``batches`` have the same node, edge and graph counts and
+    tensor shapes: they stack without padding."""
+    first = split_batch(batches[0], per_seed=False)[0]
+    for b in batches[1:]:
+        other = split_batch(b, per_seed=False)[0]
+        if other.keys() != first.keys() or any(
+                other[k].shape != v.shape for k, v in first.items()):
+            return False
+    return True
 
 
 def stack_batches(batches: Sequence, capacities: Optional[Capacities] = None,
@@ -290,7 +306,18 @@ def stack_batches(batches: Sequence, capacities: Optional[Capacities] = None,
     pair encodings, ring pairs) still differ in length between seeds; they
     are extended to the longest, index attributes with pairs of the batch's
     first padding node (whose rows no real node reads), values with zeros.
+
+    Without ``capacities`` (eager), batches of the same sizes (graphs of
+    one size, a common case of synthetic data) are stacked as they are,
+    with the dense layout's width of :func:`layout_width`.
     """
+    if capacities is None and _same_sizes(batches):
+        width = layout_width(max(_largest(b) for b in batches))
+        for b in batches:
+            b.graph_nodes = width
+        keys = split_batch(batches[0], per_seed=False)[0]
+        return ({k: torch.stack([b[k] for b in batches]) for k in keys},
+                list(batches))
     cap = common_capacity(batches, capacities)
     bucket = Capacities([cap], levels)
     padded = [pad_batch(b, bucket) for b in batches]
@@ -454,11 +481,12 @@ class StackTrainer:
                 loader = self.members[index[0]].trainer.loaders[split]
                 for i, batch in enumerate(loader):
                     batch = batch.to(self.device, non_blocking=True)
-                    # padded as a training step: the stacked pass's static
-                    # attention layout, read once for every seed
-                    batch = pad_batch(batch, Capacities(
-                        [common_capacity([batch], self.capacities)],
-                        self.levels))
+                    # the stacked pass's static attention layout, read once
+                    # for every seed (padded to a bucket under compile)
+                    if self.capacities is None:
+                        batch.graph_nodes = layout_width(_largest(batch))
+                    else:
+                        batch = pad_batch(batch, self.capacities)
                     pred, true, loss = self.model.run(index, batch, train=False)
                     for j, k in enumerate(index):
                         p, y = trim(_take(pred, j), _take(true, j), batch,
