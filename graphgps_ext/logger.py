@@ -294,6 +294,20 @@ def wandb_offline_records(run_dir: str, exclude: Sequence[str] = ()
     return history, summary
 
 
+def wandb_runs_side_by_side() -> Dict[str, str]:
+    """W&B settings under which every ``wandb.init`` of a process opens a
+    run of its own beside those still open (the seeds of a stack,
+    :mod:`graphgps_ext.run_stack`, each log their own run):
+    ``reinit='create_new'``; empty for a W&B release without it (before
+    0.19.10), whose ``wandb.init`` returns the run already open."""
+    import wandb
+    try:
+        wandb.Settings(reinit='create_new')
+    except Exception:  # noqa: BLE001 - an older release's validation error
+        return {}
+    return {'reinit': 'create_new'}
+
+
 class RunLogger:
     """Writes a run's stats, summary lines, TensorBoard and W&B records.
 
@@ -346,7 +360,8 @@ class RunLogger:
             group=self.name, name=f'{self.name}-s{self.cfg.seed}',
             id=self.wandb_id, resume='allow', dir=self.run_dir, mode=mode,
             config=cfg_to_dict(self.cfg),
-            settings=wandb.Settings(silent=True, console='off'))
+            settings=wandb.Settings(silent=True, console='off',
+                                    **wandb_runs_side_by_side()))
         self.wandb_id = self.wandb.id  # a new run's id, kept for resuming
         self.wandb_mode = mode
 

@@ -273,6 +273,11 @@ def _prepare(cfg, plan: Plan, state, bundle=None) -> SimpleNamespace:
                            global_batch=int(cfg.train.batch_size))
 
 
+def _wandb_side_by_side() -> bool:
+    from graphgps_ext.logger import wandb_runs_side_by_side
+    return bool(wandb_runs_side_by_side())
+
+
 def _largest_batch(dataset, batch_size: int):
     """A batch of the ``batch_size`` largest graphs of ``dataset`` (the
     memory estimate's worst case)."""
@@ -360,6 +365,11 @@ def run_stack(cfg_file: str, opts: Sequence[str], seeds: Sequence[int], k: int,
         why = stack_unsupported(modules[0])
         if why is not None:
             raise StartRefused(f'--stack: {why}; run the seeds without --stack')
+        if members[0].wandb.use and not _wandb_side_by_side():
+            raise StartRefused(
+                '--stack with wandb.use True logs one W&B run per seed at once, '
+                'which needs wandb >= 0.19.10 (reinit create_new): upgrade wandb, '
+                'set wandb.use False, or run the seeds without --stack')
         cfg0, run0 = members[0], prepared[todo[0]]
         train_split = run0.bundle.splits['train']
         batch_size = int(cfg0.train.batch_size)

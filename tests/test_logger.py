@@ -193,3 +193,25 @@ def test_close_survives_a_stopped_wandb_service(tiny_cfg, tmp_path, monkeypatch,
     logger.close(failed=True)
     assert logger.wandb is None and torn == [1]
     assert 'W&B could not finish the run (ConnectionResetError: Connection lost)' in caplog.text
+
+
+def test_wandb_runs_of_a_stack_side_by_side(tiny_cfg, tmp_path):
+    """The seeds of a stack log at once, each into its own W&B run (whose
+    files W&B's service writes in the background: only the runs are
+    checked here)."""
+    from graphgps_ext.logger import RunLogger, wandb_offline_runs
+    tiny_cfg.wandb.use, tiny_cfg.wandb.mode = True, 'offline'
+    loggers = []
+    for seed in (0, 1):
+        tiny_cfg.seed = seed
+        loggers.append(RunLogger(tiny_cfg.clone(), str(tmp_path / str(seed)), 'n'))
+    runs = [logger.wandb for logger in loggers]
+    assert runs[0] is not runs[1] and runs[0].id != runs[1].id
+    assert [r.name for r in runs] == ['n-s0', 'n-s1']
+    for seed, logger in enumerate(loggers):
+        logger.log_epoch(0, {'train': {'epoch': 0, 'loss': float(seed)}})
+    for logger in loggers:
+        logger.close()
+    for seed, logger in enumerate(loggers):
+        folders = wandb_offline_runs(str(tmp_path / str(seed)))
+        assert len(folders) == 1 and folders[0].endswith(logger.wandb_id)
