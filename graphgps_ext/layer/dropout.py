@@ -24,7 +24,7 @@ import math
 import torch
 from torch import Tensor, nn
 
-from graphgps_ext.layer.stacked import host_reads_allowed
+from graphgps_ext.layer.stacked import is_stacked
 
 
 def _bits(shape, device=None) -> Tensor:
@@ -50,14 +50,22 @@ def dropout_mask(shape, p: float, dtype: torch.dtype = torch.float32,
     threshold = _threshold(p)
     if threshold > 32767:  # p = 1 (the int16 comparison would overflow)
         return torch.zeros(shape, dtype=dtype, device=device)
-    if not host_reads_allowed():
+    if torch.compiler.is_compiling():
         # Under torch.compile the int64 -> int16 reinterpreting view cannot
         # be traced (AOT autograd rebuilds it with the int64 strides), and
-        # Inductor draws from its own random stream anyway; in a stacked
-        # pass (torch.func.vmap) an in-place draw would give every seed the
-        # same mask: a uniform draw against the same rounded probability.
+        # Inductor draws from its own random stream anyway: a uniform draw
+        # against the same rounded probability.
         keep = torch.rand(shape, device=device) >= (threshold + 32768) / 65536
         return keep.to(dtype)
+    if is_stacked():
+        # In a stacked pass (torch.func.vmap) an in-place draw would give
+        # every seed the same mask: the 64-bit draws made by a factory
+        # function (one per seed), then compared as above.
+        numel = math.prod(shape)
+        draws = torch.randint(-2 ** 63, 2 ** 63 - 1, ((numel + 3) // 4, ),
+                              dtype=torch.int64, device=device)
+        bits = draws.view(torch.int16)[:numel].view(shape)
+        return torch.ge(bits, threshold).to(dtype)
     out = torch.empty(shape, dtype=dtype, device=device)
     return torch.ge(_bits(shape, device), threshold, out=out)
 

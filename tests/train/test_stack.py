@@ -232,6 +232,21 @@ def test_dropout_draws_per_seed(one_thread):
     torch.testing.assert_close(again, pred)  # from the process's generator
 
 
+def test_stacked_dropout_masks_keep_the_rate():
+    from torch.func import vmap
+    from graphgps_ext.layer.dropout import dropout_mask
+    from graphgps_ext.layer.stacked import stacked
+    torch.manual_seed(0)
+    x = torch.ones(K, 100_000)
+    with stacked():
+        masks = vmap(lambda t: dropout_mask(t.shape, 0.25, t.dtype),
+                     randomness='different')(x)
+    assert masks.shape == x.shape
+    for k in range(K):
+        assert abs(1 - float(masks[k].mean()) - 0.25) < 0.01
+    assert not torch.equal(masks[0], masks[1])
+
+
 def test_compiled_stack_equals_eager(monkeypatch, one_thread):
     monkeypatch.setattr(speed, 'BACKEND', 'aot_eager')
     torch._dynamo.reset()
