@@ -160,6 +160,10 @@ class StackedModel:
         shared = vmap(self._one, in_dims=(0, 0, None, None),
                       randomness='different')
         self._calls = {'stacked': fn, 'shared': shared}
+        # reduce-overhead on CUDA: the compiled calls replay as CUDA graphs,
+        # whose outputs live in memory the next replay overwrites.
+        self.graphs = (bool(cfg.train.compile) and device_type == 'cuda'
+                       and cfg.train.compile_mode == 'reduce-overhead')
         if cfg.train.compile:
             # One graph per capacity, stack size and mode: no recompilation
             # after the warm-up (speed.compile_model's static shapes).
@@ -217,8 +221,12 @@ class StackedModel:
             kind, (tensors, values) = 'shared', split_batch(batch)
         else:
             kind, values = 'stacked', split_batch(batch, per_seed=False)[1]
+        if self.graphs:
+            torch.compiler.cudagraph_mark_step_begin()
         with stacked():
             out = self._calls[kind](params, buffers, tensors, values)
+        if self.graphs:  # kept past the next replay: own memory
+            out = tuple(o.clone() if isinstance(o, Tensor) else o for o in out)
         if train and buffers:
             self.write_back(members, buffers)
         return out
@@ -696,8 +704,14 @@ def estimate_memory(module: nn.Module, batch, loss_fn: Callable, cfg,
     devices = [device.index or 0] if device.type == 'cuda' else []
     try:
         with torch.random.fork_rng(devices=devices):
+            if device.type == 'cuda':  # what the allocator saw, if more
+                torch.cuda.reset_peak_memory_stats(device)
+                base = torch.cuda.memory_allocated(device)
             _, activations = _saved_bytes(
                 lambda: model.run([0], padded[0], True, data)[2].sum())
+            if device.type == 'cuda':
+                activations = max(activations, torch.cuda.max_memory_allocated(
+                    device) - base)
     finally:
         module.load_state_dict(saved)
         for p in module.parameters():
