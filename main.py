@@ -180,7 +180,7 @@ def main(argv: Optional[List[str]] = None) -> int:
 
     previous = signal.signal(signal.SIGTERM, _sigterm)
     table = failures()
-    rank, seed = 0, None
+    rank, seed, stacked = 0, None, []
     try:
         check_overrides(args.opts)
         cfg = load_cfg(args.cfg_file, args.opts)
@@ -192,6 +192,7 @@ def main(argv: Optional[List[str]] = None) -> int:
         rank = dist.init(cfg).rank  # joins the process group (torchrun / srun)
         if args.stack is not None:
             from graphgps_ext.run_stack import run_seeds
+            stacked = seeds
             run_seeds(args.cfg_file, args.opts, seeds, args.stack,
                       overwrite=args.overwrite)
             seeds = []
@@ -201,8 +202,12 @@ def main(argv: Optional[List[str]] = None) -> int:
                      overwrite=args.overwrite)
         dist.barrier()
     except BaseException as err:  # noqa: B902 (answered or re-raised)
-        code = answer(err, resume_command(args.cfg_file, args.opts, seed or 0),
-                      table)
+        if args.stack is not None and stacked:
+            from graphgps_ext.run_stack import stack_command
+            cmd = stack_command(args.cfg_file, args.opts, stacked, args.stack)
+        else:
+            cmd = resume_command(args.cfg_file, args.opts, seed or 0)
+        code = answer(err, cmd, table)
         if code is None:
             raise
         return code

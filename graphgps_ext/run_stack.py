@@ -441,6 +441,8 @@ def run_stack(cfg_file: str, opts: Sequence[str], seeds: Sequence[int], k: int,
             raise next(iter(failed.values()))
         return [skipped.get(s) for s in seeds]
     finally:
+        for trainer in trainers.values():  # (closed ones: a no-op)
+            trainer.logger.close(failed=True)
         for lock in locks:
             lock.release()
         logs.close()
