@@ -134,6 +134,25 @@ def test_stack_writes_the_separate_runs_folders(molecules, tmp_path, capsys,
         {k: v for k, v in before.items() if 'agg' not in k}
 
 
+def test_each_seed_keeps_its_schedule_and_early_stop(molecules, tmp_path,
+                                                    one_thread):
+    """reduce_on_plateau follows each seed's own validation loss, and each
+    seed stops early on its own: as in its separate run."""
+    path, folder = molecules
+    opts = ['optim.scheduler', 'reduce_on_plateau', 'optim.schedule_patience',
+            '0', 'optim.reduce_factor', '0.5', 'optim.max_epoch', '6',
+            'train.early_stop_patience', '2']
+    separate = tmp_path / 'separate'
+    assert main.main(['--cfg', path, '--seeds', '0-2', 'out_dir',
+                      str(separate)] + opts) == 0
+    assert main.main(['--cfg', path, '--seeds', '0-2', '--stack', '3'] + opts) == 0
+    # (here seed 2 stops after 4 epochs, seeds 0 and 1 after 6, and their
+    # learning rates differ from epoch 3 on)
+    same_curves(folder, separate / 'mol', range(3))
+    for seed in range(3):
+        assert (folder / str(seed) / 'done').exists()
+
+
 def test_interrupted_stack_resumes_its_seeds_at_different_epochs(
         molecules, tmp_path, monkeypatch, one_thread):
     path, folder = molecules
