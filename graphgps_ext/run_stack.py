@@ -395,7 +395,7 @@ def run_stack(cfg_file: str, opts: Sequence[str], seeds: Sequence[int], k: int,
             f'{estimate.per_seed / 2**20:.1f} MiB per seed in training'
             + (f' ({estimate.free / 2**20:,.0f} MiB free)' if estimate.free else '')
             + ('' if shared_eval else '; each seed evaluates its own split'))
-        stack = StackTrainer([trainers[s] for s in todo], names, loss_fn,
+        stack = StackTrainer([trainers[s] for s in todo], loss_fn,
                              capacities, levels, shared_eval,
                              only=lambda j: logs.only(None if j is None else todo[j]))
         command = lambda *drop: stack_command(cfg_file, opts, seeds, k, drop)  # noqa: E731

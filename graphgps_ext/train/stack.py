@@ -124,8 +124,8 @@ def check_same_structure(modules: Sequence[nn.Module], names: Sequence[str]):
 class StackedModel:
     r"""``K`` modules of one architecture run as one.
 
-    ``run(members, data, like, train)`` stacks the parameters and buffers of
-    ``modules[k]`` for ``k`` in ``members`` along a new leading dimension
+    ``run(members, batch, train, tensors)`` stacks the parameters and
+    buffers of ``modules[k]`` for ``k`` in ``members`` along a new leading dimension
     (``torch.stack``: differentiable, so a loss on the outputs sends each
     module its own gradient) and calls the first module's ``forward`` with
     them through :func:`torch.func.functional_call` under
@@ -377,10 +377,8 @@ def _take(value, j: int):
 
 @dataclass
 class Member:
-    """One seed of the stack: its trainer and what the stacked pass keeps
-    for it."""
+    """One seed of the stack: its trainer, and the error it failed with."""
     trainer: Trainer
-    name: str
     failed: Optional[BaseException] = None
 
     @property
@@ -395,7 +393,6 @@ class StackTrainer:
     Args:
         trainers: one per seed, built as for the seed's separate run
             (started: fresh or resumed from its checkpoint).
-        names: how the log names each seed (``'seed 3'``).
         loss_fn: the loss (:data:`graphgps_ext.train.loss.LOSSES`).
         capacities: the capacity buckets of the training split (fixed shapes
             under ``train.compile``), or ``None`` (each step pads to its
@@ -408,14 +405,13 @@ class StackTrainer:
             seed (its ``logging.log``), ``None``: no routing.
     """
 
-    def __init__(self, trainers: Sequence[Trainer], names: Sequence[str],
-                 loss_fn: Callable, capacities: Optional[Capacities] = None,
+    def __init__(self, trainers: Sequence[Trainer], loss_fn: Callable, capacities: Optional[Capacities] = None,
                  levels: Optional[Dict[str, str]] = None,
                  shared_eval: bool = True,
                  only: Optional[Callable[[Optional[int]], Any]] = None):
         if len(trainers) < 1:
             raise StackError('a stack needs at least one seed')
-        self.members = [Member(t, n) for t, n in zip(trainers, names)]
+        self.members = [Member(t) for t in trainers]
         self.cfg = trainers[0].cfg
         self.device = trainers[0].device
         self.capacities = capacities
@@ -437,7 +433,7 @@ class StackTrainer:
         loss.sum().backward()
         for t in trainers:
             t.update()  # its own clipping and optimiser step
-        pred, true, loss = pred.detach(), true, loss.detach()
+        loss = loss.detach()
         for j, k in enumerate(index):
             p, y = trim(_take(pred, j), _take(true, j), padded[j], self.rows)
             stats[k].add(i, loss[j], p, y, padded[j],

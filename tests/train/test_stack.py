@@ -15,7 +15,7 @@ import pytest
 import torch
 from torch_geometric.data import Batch
 
-from graphgps_ext.loader.pad import Capacities, Capacity, trim
+from graphgps_ext.loader.pad import Capacities, Capacity
 from graphgps_ext.network import GPSModel
 from graphgps_ext.run_config import load_cfg
 from graphgps_ext.task import TaskInfo
