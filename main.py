@@ -5,12 +5,16 @@
     python main.py --cfg FILE --seeds 0,1,2 --mark_done
     python main.py --cfg FILE --dry-run     (check it; build the model, no data)
     python main.py --cfg FILE --overwrite        (replace finished seeds)
+    python main.py --cfg FILE --seeds 0-9 --stack 10  (ten seeds, one stacked model)
 
 A finished seed (its folder holds ``done``) is reported and skipped, as
 ``complete`` (same config) or ``stale`` (with the keys that differ), unless
 ``--overwrite`` is given. With ``train.auto_resume True`` an unfinished seed
 continues from its checkpoint; changed optimiser hyper-parameters take
 effect, other changes are refused. See docs/runs.md.
+
+With ``--stack K`` the seeds train K at a time as one stacked model in one
+process, each in its ordinary seed folder (docs/stacking.md).
 
 Data parallel on G GPUs (or G CPU processes with gloo), see README
 "Multi-GPU and clusters":
@@ -24,8 +28,11 @@ Exit codes:
     2    bad config or command line; the seed is in use by another process;
          a resume that would change keys other than optimiser settings, or
          the data; a seed folder reached through a symbolic link below
-         out_dir, or a damaged one
-    3    NaN/inf loss (resumable with a lower optim.base_lr)
+         out_dir, or a damaged one; a --stack that cannot run (one seed, K
+         above the seeds listed, data parallel, seeds whose configs differ,
+         too little memory)
+    3    NaN/inf loss (the message names the likely cause and the key to
+         change on resume)
     4    could not write results (disk full, quota, read-only file system,
          permission, a path too long; the message says which; resumable once
          fixed)
@@ -73,6 +80,16 @@ def _repeat(text: str) -> int:
     return value
 
 
+def _positive(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f'takes an integer >= 1, got {text!r}')
+    return value
+
+
 def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
     """The command line; a bad one exits with code 2 (argparse's usage error)."""
     parser = argparse.ArgumentParser(
@@ -90,6 +107,9 @@ def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
     parser.add_argument('--mark_done', action='store_true',
                         help='rename the config file to <file>_done when every '
                              'seed has finished (as GraphGym)')
+    parser.add_argument('--stack', type=_positive, default=None, metavar='K',
+                        help='train the seeds K at a time as one stacked model '
+                             '(one process; see docs/stacking.md)')
     parser.add_argument('--dry-run', action='store_true',
                         help='validate the config, build the model from the '
                              "dataset's known shapes (no data), print the "
@@ -190,20 +210,34 @@ def main(argv: Optional[List[str]] = None) -> int:
 
     previous = signal.signal(signal.SIGTERM, _sigterm)
     table = failures()
-    rank, seed = 0, None
+    rank, seed, stacked = 0, None, []
     try:
         check_overrides(args.opts)
         cfg = load_cfg(args.cfg_file, args.opts)
         seeds = seed_list(cfg, args.seeds, args.repeat)
+        if args.stack is not None:
+            from graphgps_ext.run_stack import check_stack_args
+            check_stack_args(seeds, args.stack,
+                             dist.detect(cfg.dist.launcher).world_size)
         rank = dist.init(cfg).rank  # joins the process group (torchrun / srun)
+        if args.stack is not None:
+            from graphgps_ext.run_stack import run_seeds
+            stacked = seeds
+            run_seeds(args.cfg_file, args.opts, seeds, args.stack,
+                      overwrite=args.overwrite)
+            seeds = []
         for seed in seeds:
             cfg = load_cfg(args.cfg_file, args.opts + ['seed', str(seed)])
             run_seed(cfg, cfg_file=args.cfg_file, opts=args.opts,
                      overwrite=args.overwrite)
         dist.barrier()
     except BaseException as err:  # noqa: B902 (answered or re-raised)
-        code = answer(err, resume_command(args.cfg_file, args.opts, seed or 0),
-                      table)
+        if args.stack is not None and stacked:
+            from graphgps_ext.run_stack import stack_command
+            cmd = stack_command(args.cfg_file, args.opts, stacked, args.stack)
+        else:
+            cmd = resume_command(args.cfg_file, args.opts, seed or 0)
+        code = answer(err, cmd, table)
         if code is None:
             raise
         return code

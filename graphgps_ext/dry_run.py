@@ -25,7 +25,6 @@ A launcher can call :func:`check` directly: it returns a :class:`DryRun`
 (``params``, ``layers``, ``run_name`` ...) or raises
 :class:`~graphgps_ext.config.ConfigError`.
 """
-import os
 import sys
 from dataclasses import dataclass, field
 from typing import Callable, List, Optional, Sequence

@@ -60,7 +60,6 @@ import netrc
 import os
 import struct
 import sys
-import time
 import zlib
 from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple
 from urllib.parse import urlparse
@@ -413,6 +412,20 @@ def wandb_offline_records(run_dir: str, exclude: Sequence[str] = ()
     return history, summary
 
 
+def wandb_runs_side_by_side() -> Dict[str, str]:
+    """W&B settings under which every ``wandb.init`` of a process opens a
+    run of its own beside those still open (the seeds of a stack,
+    :mod:`graphgps_ext.run_stack`, each log their own run):
+    ``reinit='create_new'``; empty for a W&B release without it (before
+    0.19.10), whose ``wandb.init`` returns the run already open."""
+    import wandb
+    try:
+        wandb.Settings(reinit='create_new')
+    except Exception:  # noqa: BLE001 - an older release's validation error
+        return {}
+    return {'reinit': 'create_new'}
+
+
 class RunLogger:
     """Writes a run's stats, summary lines, TensorBoard and W&B records.
 
@@ -471,7 +484,8 @@ class RunLogger:
             tags=list(w.tags) or None, notes=w.notes or None,
             job_type=w.job_type or None,
             id=self.wandb_id, resume='allow', dir=self.run_dir, mode=mode,
-            config=config, settings=wandb.Settings(silent=True, console='off'))
+            config=config, settings=wandb.Settings(silent=True, console='off',
+                                                   **wandb_runs_side_by_side()))
         self.wandb_id = self.wandb.id  # a new run's id, kept for resuming
         self.wandb_mode = mode
         # The epoch is the x-axis of every per-epoch value.

@@ -362,9 +362,13 @@ def _resume_changes(old: Dict[str, Any], new: Dict[str, Any],
     return allowed
 
 
-def prepare(cfg, plan: Plan, state: Optional[Dict[str, Any]]) -> SimpleNamespace:
+def prepare(cfg, plan: Plan, state: Optional[Dict[str, Any]], bundle=None,
+            fast_path: bool = True) -> SimpleNamespace:
     """Data, dataset-dependent config, model and loaders (and, on ranks > 0
-    of a resume, the checkpoint's state). Writes nothing."""
+    of a resume, the checkpoint's state). Writes nothing. ``bundle``: the
+    data, already loaded (the seeds of a stack share it when their split
+    does not depend on the seed); ``fast_path=False``: unpadded loaders and
+    no fast path chosen (a stack pads and compiles its own steps)."""
     log = get_logger()
     rank, world_size = dist.get_rank(), dist.get_world_size()
     global_batch = dist.resolve_batch_size(cfg, world_size)
@@ -372,7 +376,8 @@ def prepare(cfg, plan: Plan, state: Optional[Dict[str, Any]]) -> SimpleNamespace
              + (f' ({plan.note})' if plan.note else ''))
     device = dist.local_device(cfg.accelerator)
     seed_everything(cfg.seed)
-    bundle = dist.in_turn(lambda: load_dataset(cfg))
+    if bundle is None:
+        bundle = dist.in_turn(lambda: load_dataset(cfg))
     metric, mode = finalize_cfg(cfg, bundle.task)
     if cfg.model.loss_fun not in LOSSES:
         raise ConfigError(f"unknown model.loss_fun '{cfg.model.loss_fun}'; "
@@ -382,10 +387,11 @@ def prepare(cfg, plan: Plan, state: Optional[Dict[str, Any]]) -> SimpleNamespace
     seed_everything(cfg.seed)
     model = dist.wrap_model(build_model(cfg, bundle.task).to(device), cfg, device)
     # Static shapes and compile, checked on one batch where asked (CUDA).
-    fast = speed.choose_fast_path(cfg, model, bundle.splits['train'], device,
-                                  LOSSES[cfg.model.loss_fun], world_size, log)
-    loaders = make_loaders(cfg, bundle, rank=rank, world_size=world_size,
-                           device=device, capacities=fast.capacities)
+    fast = (speed.choose_fast_path(cfg, model, bundle.splits['train'], device,
+                                   LOSSES[cfg.model.loss_fun], world_size, log)
+            if fast_path else None)
+    loaders = make_loaders(cfg, bundle, rank=rank, world_size=world_size, device=device,
+                           capacities=fast.capacities if fast is not None else None)
     if rank > 0:  # own dropout streams; rank 0 draws as one process would
         seed_everything(dist.rank_seed(cfg.seed, rank))
     if plan.action == 'resume' and state is None:

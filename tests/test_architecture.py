@@ -40,7 +40,7 @@ PARTS = {
                    'files', 'metrics', 'safe_load', 'task'),
     'library': ('layer', 'encoder', 'head', 'network', 'transform'),
     'experiment': ('register', 'run_config', 'compat', 'loader', 'train',
-                   'run', 'run_dir', 'dist', 'logger', 'identity', 'seed_folder',
+                   'run', 'run_stack', 'run_dir', 'dist', 'logger', 'identity', 'seed_folder',
                    'seeds'),
     'tools': ('sweep', 'agg', 'report', 'tables', 'bench', 'viz', 'dry_run'),
 }

@@ -325,3 +325,23 @@ def test_logged_config_leaves_out_inert_keys():
                   'gea.num_slots', 'optim.steps', 'dataset.dir', 'wandb.use', 'mem.inplace'):
         assert inert not in flat, inert
     assert len(flat) < 100
+def test_wandb_runs_of_a_stack_side_by_side(tiny_cfg, tmp_path):
+    """The seeds of a stack log at once, each into its own W&B run (whose
+    files W&B's service writes in the background: only the runs are
+    checked here)."""
+    from graphgps_ext.logger import RunLogger, wandb_offline_runs
+    tiny_cfg.wandb.use, tiny_cfg.wandb.mode = True, 'offline'
+    loggers = []
+    for seed in (0, 1):
+        tiny_cfg.seed = seed
+        loggers.append(RunLogger(tiny_cfg.clone(), str(tmp_path / str(seed)), 'n'))
+    runs = [logger.wandb for logger in loggers]
+    assert runs[0] is not runs[1] and runs[0].id != runs[1].id
+    assert [r.name for r in runs] == ['n-s0', 'n-s1']
+    for seed, logger in enumerate(loggers):
+        logger.log_epoch(0, {'train': {'epoch': 0, 'loss': float(seed)}})
+    for logger in loggers:
+        logger.close()
+    for seed, logger in enumerate(loggers):
+        folders = wandb_offline_runs(str(tmp_path / str(seed)))
+        assert len(folders) == 1 and folders[0].endswith(logger.wandb_id)

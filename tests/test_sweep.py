@@ -899,3 +899,41 @@ def test_requeue_stops_the_runs_then_requeues_the_task(ws, monkeypatch):
     # Both runs were stopped (no done marker), then the task requeued itself.
     assert not list(ws.root.glob('results/geaet-zinc/*/done'))
     assert 'scontrol_requeue requeue 77_0' in (ws.root / 'queries').read_text()
+
+
+# --------------------------------------------------------------------------- stacks
+def test_stack_runs_each_configs_seeds_k_at_a_time(ws):
+    done(ws.root, 'results/geaet-zinc', 1, 'configs/geaet/zinc.yaml')
+    _, out = ws('--dry-run', '--seeds', '0-5', '--stack', '2',
+                'configs/geaet/zinc.yaml', 'configs/geaet/mnist.yaml')
+    runs = _runs(out)
+    # the complete seed 1 is left out; a last single seed runs on its own
+    assert [re.search(r'--cfg (\S+) (.*?) >>', r).groups() for r in runs] == [
+        ('configs/geaet/zinc.yaml', '--seeds 0,2 --stack 2'),
+        ('configs/geaet/zinc.yaml', '--seeds 3,4 --stack 2'),
+        ('configs/geaet/zinc.yaml', 'seed 5'),
+        ('configs/geaet/mnist.yaml', '--seeds 0,1 --stack 2'),
+        ('configs/geaet/mnist.yaml', '--seeds 2,3 --stack 2'),
+        ('configs/geaet/mnist.yaml', '--seeds 4,5 --stack 2')]
+    assert 'logs/seed0,2.log' in runs[0]
+
+
+def test_slurm_task_of_a_stack(ws):
+    _, out = ws('--slurm', '--dry-run', '--seeds', '0-2', '--stack', '2',
+                'configs/geaet/zinc.yaml')
+    assert '#SBATCH --array=0-1' in out
+    assert "SEEDS=( 0,1 2 )" in out and 'STACKS=( 2 0 )' in out
+    assert 'sel=(--seeds "$seed" --stack "${STACKS[$j]}")' in out
+    script = out.split('# --- ')[1].split('\n', 1)[1]
+    check = subprocess.run(['bash', '-n'], input=script, text=True,
+                           capture_output=True)
+    assert check.returncode == 0, check.stderr
+
+
+@pytest.mark.parametrize('args, message', [
+    (('--stack', '1'), '--stack must be >= 2'),
+    (('--stack', '2', '--slurm', '--gpus-per-task', '2'), 'cannot run data parallel'),
+])
+def test_stack_refusals(ws, args, message):
+    rc, _ = ws(*args, '--seeds', '0-3', 'configs/geaet/zinc.yaml', check=False)
+    assert rc == 2 and message in ws.err

@@ -22,6 +22,10 @@ Suites (``--suite``):
   trained a few hundred steps on the fast path and the eager path, the
   losses compared, with graphs/s, operators and host synchronisations per
   step (``--device cuda``; ``--device cpu`` with small sizes rehearses it);
+- ``stack`` (:mod:`.stack`, not part of ``all``): ``K`` seeds trained as
+  one stacked model (``main.py --stack K``) against ``K`` separate runs:
+  training graphs/s of both and the peak memory of a step, for the quick
+  start's model and the GEAET and GPS ``paper-zinc`` rows;
 - ``profile`` (:mod:`.profile`, not part of ``all``): a few steps of a row
   under :mod:`torch.profiler`: the top operators or kernels, operators,
   kernel launches and kernels per step, and on CUDA the fraction of the
@@ -51,7 +55,7 @@ def parser() -> argparse.ArgumentParser:
         prog='python -m graphgps_ext.bench',
         description='Throughput, memory and scaling benchmarks of graphgps_ext.')
     p.add_argument('--suite', default='paper-zinc',
-                   choices=list(SUITES) + ['gpu-check', 'profile', 'all'])
+                   choices=list(SUITES) + ['gpu-check', 'profile', 'stack', 'all'])
     p.add_argument('--device', default='cpu', help="'cpu' or 'cuda[:i]'")
     p.add_argument('--threads', type=int, default=2,
                    help='torch intra-op threads (0: leave as is)')
@@ -96,6 +100,18 @@ def parser() -> argparse.ArgumentParser:
                    help='training steps before them (compilation, capture)')
     g.add_argument('--profile-path', choices=['fast', 'eager'], default='fast',
                    help="the GPU check's fast path (default) or the eager one")
+    g = p.add_argument_group('stack (also --repeats, --compile)')
+    g.add_argument('--stack-rows', nargs='*', default=None,
+                   help='subset of rows: quickstart geaet gps (default: all)')
+    g.add_argument('--stack-k', nargs='*', type=int, default=None,
+                   help='stack sizes K (default 1 2 4 8)')
+    g.add_argument('--stack-steps', type=int, default=20,
+                   help='training steps per seed and pass')
+    g.add_argument('--stack-graphs', type=int, default=2000,
+                   help='synthetic ZINC-size graphs of the geaet and gps rows')
+    g.add_argument('--stack-data', default=None,
+                   help="dataset.dir of the quickstart row (default: a temporary "
+                        "folder, the graphs generated there)")
     g = p.add_argument_group('layers and scaling')
     g.add_argument('--layer-types', nargs='*', default=None,
                    help='subset of layer types (default: all)')
@@ -176,6 +192,13 @@ def run_suites(args, log=print) -> Dict[str, object]:
                                 seed=args.seed, opts=args.opts,
                                 use_compile=True if args.compile else None,
                                 log=log)
+        elif suite == 'stack':
+            from graphgps_ext.bench import stack
+            res = stack.run(device, rows=args.stack_rows,
+                            ks=args.stack_k or stack.KS, steps=args.stack_steps,
+                            repeats=max(1, args.repeats), graphs=args.stack_graphs,
+                            seed=args.seed, use_compile=args.compile,
+                            data_dir=args.stack_data, log=log)
         elif suite == 'profile':
             from graphgps_ext.bench import profile
             res = profile.run(device, rows=args.rows, steps=args.profile_steps,

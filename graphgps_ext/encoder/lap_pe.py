@@ -117,8 +117,9 @@ class LapPE(nn.Module):
                       prefix_rows(batch, 'real_nodes'))
             pe = self.lin(pe)  # [N, k, h]
             if self.model == 'Transformer':
-                mask = empty.clone()
-                mask[mask.all(1), 0] = False  # keep one token: no all-masked rows
+                # keep one token: no all-masked rows
+                first = torch.arange(empty.size(1), device=empty.device) == 0
+                mask = empty & ~(first & empty.all(1, keepdim=True))
                 pe = self.pe_encoder(pe, src_key_padding_mask=mask)
             else:
                 pe = self.pe_encoder(pe)

@@ -191,8 +191,8 @@ class PairEncoder(nn.Module):
             raise ValueError("pair encoder: the batch has no 'ring_index'; load "
                              'the dataset with pairenc.rings True')
         B, n = layout.num_graphs, layout.n_max
-        rel = torch.zeros(B, n, n, dtype=torch.bool, device=layout.mask.device)
         b, i, j = layout.pair_index(batch.ring_index)
+        rel = b.new_zeros(B, n, n, dtype=torch.bool)
         rel[b, i, j] = True
         return rel
 
@@ -200,9 +200,8 @@ class PairEncoder(nn.Module):
     def forward(self, batch, ctx) -> Tensor:
         layout = ctx.layout
         B, n = layout.num_graphs, layout.n_max
-        dev = layout.mask.device
         eb, ei, ej = layout.pair_index(ctx.edge_index)
-        cat = torch.full((B, n, n), N_C, dtype=torch.long, device=dev)
+        cat = eb.new_full((B, n, n), N_C)
         cat.diagonal(dim1=1, dim2=2).fill_(SELF)
         cat[eb, ei, ej] = BONDED
         ring = self.ring_relation(batch, layout) if self.rings else None

@@ -82,7 +82,7 @@ class VirtualNode(nn.Module):
         out = x.new_empty(N + B, x.size(1))
         out[new_index] = x
         out[vn_index] = self.embedding.to(x.dtype).expand(B, -1)
-        batch = torch.empty(N + B, dtype=ctx.batch.dtype, device=x.device)
+        batch = ctx.batch.new_empty(N + B)
         batch[new_index] = ctx.batch
         batch[vn_index] = graph
         nodes = new_index
@@ -95,7 +95,7 @@ class VirtualNode(nn.Module):
         host = None if ctx.host_counts is None else ctx.host_counts + 1
         node_mask = edge_mask = None
         if ctx.node_mask is not None:  # static-shape padding: extend the masks
-            node_mask = torch.empty(N + B, dtype=torch.bool, device=x.device)
+            node_mask = ctx.node_mask.new_empty(N + B)
             node_mask[new_index] = ctx.node_mask
             node_mask[vn_index] = ctx.graph_mask
             edge_mask = torch.cat([ctx.edge_mask, ctx.node_mask, ctx.node_mask])

@@ -175,8 +175,7 @@ class GraphContext:
             else:
                 n_max = int(self.sizes_host().max()) if counts.numel() else 0
             index = self.batch * n_max + pos
-            mask = torch.zeros(self.num_graphs * n_max, dtype=torch.bool,
-                               device=self.batch.device)
+            mask = index.new_zeros(self.num_graphs * n_max, dtype=torch.bool)
             mask[index] = True
             return DenseLayout(index, mask.view(self.num_graphs, n_max), n_max)
         return self.cached('context/layout', compute)

@@ -24,6 +24,8 @@ import math
 import torch
 from torch import Tensor, nn
 
+from graphgps_ext.layer.stacked import is_stacked
+
 
 def _bits(shape, device=None) -> Tensor:
     """Uniform random int16 of ``shape``: four per 64-bit draw over the full
@@ -55,6 +57,15 @@ def dropout_mask(shape, p: float, dtype: torch.dtype = torch.float32,
         # against the same rounded probability.
         keep = torch.rand(shape, device=device) >= (threshold + 32768) / 65536
         return keep.to(dtype)
+    if is_stacked():
+        # In a stacked pass (torch.func.vmap) an in-place draw would give
+        # every seed the same mask: the 64-bit draws made by a factory
+        # function (one per seed), then compared as above.
+        numel = math.prod(shape)
+        draws = torch.randint(-2 ** 63, 2 ** 63 - 1, ((numel + 3) // 4, ),
+                              dtype=torch.int64, device=device)
+        bits = draws.view(torch.int16)[:numel].view(shape)
+        return torch.ge(bits, threshold).to(dtype)
     out = torch.empty(shape, dtype=dtype, device=device)
     return torch.ge(_bits(shape, device), threshold, out=out)
 

@@ -34,6 +34,7 @@ from torch import Tensor
 
 from graphgps_ext.layer.context import GraphContext
 from graphgps_ext.layer.dropout import dropout_mask, keep_scale
+from graphgps_ext.layer.stacked import host_reads_allowed
 
 
 #: Largest block size ``n`` for which :func:`node_attention` materialises
@@ -212,7 +213,7 @@ def _static_blocks(ctx: GraphContext) -> AttentionBlocks:
     graphs = torch.arange(B, device=device)
     N, total = batch.numel(), B * n
     slot = batch * n + pos.clamp(max=n - 1)
-    gather = torch.zeros(total, dtype=torch.long, device=device)
+    gather = slot.new_zeros(total)
     gather[slot] = torch.arange(N, device=device)
     return AttentionBlocks([AttentionBlock(0, B, n, graphs, keep[:, None, :])],
                            slot, gather, total,
@@ -232,7 +233,7 @@ def _block_mask(ctx: GraphContext, block: AttentionBlock, heads: int,
             heads * block.graphs, 1, block.n)
         if dtype == torch.bool:
             return keep
-        return torch.zeros(keep.shape, dtype=dtype, device=keep.device) \
+        return keep.new_zeros(keep.shape, dtype=dtype) \
             .masked_fill_(~keep, torch.finfo(dtype).min)
     return ctx.cached(f'attention/mask/{block.start}/{heads}/{dtype}', compute)
 
@@ -289,10 +290,9 @@ def head_layout(ctx: GraphContext, heads: int) -> HeadLayout:
         back, out = rows(3 * G), rows(G)
         # Padding rows read input row 0 (a real row: finite; masked as a key,
         # discarded as a query) and write to the zero row N G of the gradient.
-        take = torch.zeros(3 * G * plan.total, dtype=torch.long, device=device)
+        take = back.new_zeros(3 * G * plan.total)
         take[back] = torch.arange(N * 3 * G, device=device)
-        out_back = torch.full((G * plan.total, ), N * G, dtype=torch.long,
-                              device=device)
+        out_back = out.new_full((G * plan.total, ), N * G)
         out_back[out] = torch.arange(N * G, device=device)
         out_sizes = [G * b.graphs * b.n for b in plan.blocks]
         return HeadLayout(take, back, out, out_back,
@@ -439,7 +439,7 @@ def node_attention(qkv: Tensor, ctx: GraphContext, p: float = 0.0,
     # Under torch.compile autograd differentiates the forward (the compiler
     # fuses it; the hand-written backward reads the per-batch layout cached
     # on ctx, which a traced graph cannot carry into its backward).
-    if fused and not torch.compiler.is_compiling() and torch.is_grad_enabled() \
+    if fused and host_reads_allowed() and torch.is_grad_enabled() \
             and rows.requires_grad and (drop or max(
             block.n for block in plan.blocks) <= EXPLICIT_MAX_NODES) \
             and rows.dtype in (torch.float32, torch.float64):

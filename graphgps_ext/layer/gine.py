@@ -1,6 +1,7 @@
 r"""GIN with edge features (GINE) branch (Hu et al., 2020), as in GraphGPS."""
 from typing import Optional
 
+import torch
 from torch import Tensor, nn
 from torch_geometric.nn import GINEConv
 from torch_geometric.nn.resolver import activation_resolver
@@ -9,6 +10,7 @@ from torch_geometric.utils import scatter
 from graphgps_ext import branches
 from graphgps_ext.layer.context import GraphContext
 from graphgps_ext.layer.gatedgcn import EquivStableGate, equivstable_positions
+from graphgps_ext.layer.stacked import is_stacked
 
 
 class GINE(nn.Module):
@@ -80,5 +82,8 @@ class GINE(nn.Module):
             msg = msg * self.gate(equivstable_positions(ctx, 'GINE'),
                                   ctx.edge_index)
         agg = scatter(msg, dst, 0, dim_size=x.size(0), reduce='sum')
-        # (1 + eps) x added in place: one pass, no temporary.
+        # (1 + eps) x added in place: one pass, no temporary (out of place
+        # in a stacked pass, where the in-place form runs seed by seed).
+        if is_stacked():
+            return self.conv.nn(torch.addcmul(agg, x, 1 + self.conv.eps))
         return self.conv.nn(agg.addcmul_(x, 1 + self.conv.eps))

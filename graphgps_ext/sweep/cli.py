@@ -16,7 +16,7 @@ from graphgps_ext.sweep import local, slurm
 from graphgps_ext.sweep.plan import (Plan, SweepError, Target, agg_command, check_runs,
                                      expand_config, main_command, make_plan,
                                      never_leaves_warmup, override_keys, parse_seeds,
-                                     read_plan)
+                                     read_plan, stacks)
 
 PROG = 'python -m graphgps_ext.sweep'
 
@@ -65,6 +65,10 @@ def build_parser() -> argparse.ArgumentParser:
                    help='rerun complete and stale seeds too (main.py --overwrite)')
     g.add_argument('--rerun-stale', action='store_true',
                    help='rerun seeds finished with another config (main.py --overwrite)')
+    g.add_argument('--stack', type=int, default=None, metavar='K',
+                   help='train the seeds of each config K at a time as one stacked '
+                        'model (main.py --stack K, docs/stacking.md): each run, local '
+                        'or SLURM task, then trains K seeds in one process')
     g.add_argument('--resume', action='store_true',
                    help='continue unfinished runs from their last checkpoint (adds '
                         'train.auto_resume True; default: they restart)')
@@ -215,6 +219,12 @@ def _check(args, overrides: List[str]):
         raise SweepError(f'--max-array-size must be >= 1, got {args.max_array_size}')
     if args.gpus and not re.fullmatch(r'\d+(,\d+)*', args.gpus):
         raise SweepError(f"--gpus must be a comma-separated list of GPU ids, got '{args.gpus}'")
+    if args.stack is not None and args.stack < 2:
+        raise SweepError(f'--stack must be >= 2 (seeds per stacked run), got {args.stack}')
+    if args.stack is not None and args.slurm and (
+            (args.gpus_per_task or 1) > 1 or args.nodes > 1):
+        raise SweepError('--stack trains its seeds in one process: it cannot run data '
+                         'parallel (--gpus-per-task > 1 or --nodes > 1)')
     if args.sample is not None and not args.grid:
         raise SweepError('--sample needs --grid')
     if not shlex.split(args.python):
@@ -447,6 +457,8 @@ def _main(args, overrides: List[str], plan_pairs, say) -> int:
     for line in notes:  # complete seeds only in a dry run; the others always
         if args.dry_run or not line.startswith('# skip') or 'complete' not in line:
             say(line)
+    if args.stack:  # each config's seeds to run, args.stack to a run
+        plan.runs = stacks(plan.runs, args.stack)
     if plan.runs and not args.dry_run and not os.path.isfile(args.main):
         raise SweepError(f"entry point '{args.main}' not found: run from the repository "
                          'root or pass --main')

@@ -153,6 +153,60 @@ class Run:
 
 
 @dataclass
+class StackRun:
+    """Seeds of one target run as one stacked model in one process
+    (``--stack K``: ``main.py --seeds a,b,.. --stack K``, see
+    docs/stacking.md). ``seed`` names them (``'0,1,2'``) where a run names
+    its one seed: in messages, the log file name and the SLURM arrays."""
+    target: Target
+    runs: List[Run]
+
+    @property
+    def seeds(self) -> List[int]:
+        return [r.seed for r in self.runs]
+
+    @property
+    def seed(self) -> str:
+        return ','.join(map(str, self.seeds))
+
+    @property
+    def overwrite(self) -> bool:
+        return self.runs[0].overwrite
+
+    @property
+    def run_dir(self) -> str:
+        return self.runs[0].run_dir
+
+    @property
+    def log(self) -> str:
+        return self.target.log(self.seed)
+
+
+def stacks(runs: Sequence[Run], k: int) -> List:
+    """``runs`` with the seeds of each target in stacks of ``k`` (in order;
+    a target's last stack may hold fewer, a single seed stays a
+    :class:`Run`). Seeds that replace a finished run (``--overwrite``) stack
+    only with each other."""
+    out: List = []
+    group: List[Run] = []
+
+    def close():
+        if len(group) == 1:
+            out.append(group[0])
+        elif group:
+            out.append(StackRun(group[0].target, list(group)))
+
+    for run in runs:
+        if group and (run.target is not group[0].target
+                      or run.overwrite != group[0].overwrite or len(group) == k):
+            close()
+            group = []
+        group.append(run)
+    close()
+    return out
+
+
+@dataclass
 class Plan:
     """The runs to do and the seeds left alone, per target in order."""
     targets: List[Target] = field(default_factory=list)
@@ -283,11 +337,14 @@ def lock_holder(run_dir: str) -> Optional[str]:
         os.close(fd)
 
 
-def main_command(python: Sequence[str], main: str, run: Run) -> List[str]:
-    """``python main.py --cfg CONFIG [--overwrite] seed S KEY VALUE ...``."""
+def main_command(python: Sequence[str], main: str, run) -> List[str]:
+    """``python main.py --cfg CONFIG [--overwrite] seed S KEY VALUE ...``
+    (a :class:`StackRun`: ``--seeds a,b,.. --stack K`` instead of ``seed S``)."""
+    seeds = (['--seeds', run.seed, '--stack', str(len(run.runs))]
+             if isinstance(run, StackRun) else ['seed', str(run.seed)])
     return ([*python, main, '--cfg', run.target.config]
             + (['--overwrite'] if run.overwrite else [])
-            + ['seed', str(run.seed), *run.target.overrides])
+            + seeds + list(run.target.overrides))
 
 
 def agg_command(python: Sequence[str], target: Target) -> List[str]:

@@ -647,17 +647,23 @@ class Trainer:
         for epoch in range(self.start_epoch, cfg.optim.max_epoch):
             records = {'train': self.run_split('train', epoch, train=True)}
             records.update(self.evaluate(epoch))
-            self._select(epoch, records)
-            self.logger.log_epoch(epoch, records, self.best, self.elapsed())
-            self._step_scheduler(records)
-            self.stopped = self._should_stop(epoch)
-            self.last_epoch = epoch
-            self.save_last()
-            for fn in self.callbacks:
-                fn(self, epoch, records)
+            self.end_epoch(epoch, records)
             if self.stopped:
                 break
         return self.best
+
+    def end_epoch(self, epoch: int, records: Dict[str, Dict[str, Any]]):
+        """Steps 3-6 of an epoch whose ``records`` are made: select, log,
+        schedule, stop rule, ``last.pt``, callbacks (also called by a stack
+        of seeds, :mod:`graphgps_ext.train.stack`, for each of its seeds)."""
+        self._select(epoch, records)
+        self.logger.log_epoch(epoch, records, self.best, self.elapsed())
+        self._step_scheduler(records)
+        self.stopped = self._should_stop(epoch)
+        self.last_epoch = epoch
+        self.save_last()
+        for fn in self.callbacks:
+            fn(self, epoch, records)
 
     def evaluate(self, epoch: int) -> Dict[str, Dict[str, Any]]:
         """``{'val': ..., 'test': ...}`` records on evaluation epochs."""

@@ -225,8 +225,7 @@ def layout_adj(edge_index: Tensor, layout, structure: str = 'count',
     """
     B, n = layout.num_graphs, layout.n_max
     b, i, j = layout.pair_index(edge_index)
-    adj = torch.zeros(B, n, n, dtype=dtype, device=edge_index.device)
-    adj.index_put_((b, i, j), torch.ones(b.numel(), dtype=dtype,
-                                         device=edge_index.device),
+    adj = b.new_zeros(B, n, n, dtype=dtype)
+    adj.index_put_((b, i, j), b.new_ones(b.numel(), dtype=dtype),
                    accumulate=True)
     return derive_adj(adj, structure)

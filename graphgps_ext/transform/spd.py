@@ -26,6 +26,7 @@ import torch
 from torch import Tensor
 
 from graphgps_ext.transform.dense import Pairs, derive_adj
+from graphgps_ext.layer.stacked import host_reads_allowed
 
 
 UNREACHABLE = -1
@@ -35,17 +36,18 @@ def shortest_path_dense(adj: Tensor, max_dist: Optional[int] = None) -> Tensor:
     r"""``[G, n, n]`` binary adjacency -> ``[G, n, n]`` long distances (−1 unreachable)."""
     G, n = adj.shape[:2]
     eye = torch.eye(n, dtype=torch.bool, device=adj.device).expand(G, n, n)
-    dist = torch.full((G, n, n), UNREACHABLE, dtype=torch.long, device=adj.device)
-    dist[eye] = 0
-    reach = eye.clone()
+    dist = torch.where(eye, 0, UNREACHABLE)
+    reach = eye
     frontier = eye.to(adj.dtype)
     limit = n - 1 if max_dist is None else min(int(max_dist), n - 1)
     for d in range(1, limit + 1):
         new = (torch.bmm(frontier, adj) > 0) & ~reach
-        if not bool(new.any()):
+        # (a stacked pass cannot read whether a seed's frontier is empty:
+        # it runs every step, which adds nothing once none is new)
+        if host_reads_allowed() and not bool(new.any()):
             break
-        dist[new] = d
-        reach |= new
+        dist = torch.where(new, d, dist)
+        reach = reach | new
         frontier = new.to(adj.dtype)
     return dist
 
