@@ -292,8 +292,10 @@ def prepare(cfg, plan: Plan, state: Optional[Dict[str, Any]]) -> SimpleNamespace
     seed_everything(cfg.seed)
     model = dist.wrap_model(build_model(cfg, bundle.task).to(device), cfg, device)
     # Static shapes and compile, checked on one batch where asked (CUDA).
-    fast = speed.choose_fast_path(cfg, model, bundle.splits['train'], device,
-                                  LOSSES[cfg.model.loss_fun], world_size, log)
+    fast = speed.choose_fast_path(
+        cfg, model, bundle.splits['train'], device, LOSSES[cfg.model.loss_fun],
+        world_size, log, eval_datasets=[bundle.splits[s] for s in ('val', 'test')
+                                        if s in bundle.splits])
     loaders = make_loaders(cfg, bundle, rank=rank, world_size=world_size,
                            device=device, capacities=fast.capacities)
     if rank > 0:  # own dropout streams; rank 0 draws as one process would

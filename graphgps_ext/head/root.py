@@ -2,6 +2,7 @@ r"""Root-node readout (``root_node``: TreeNeighbourMatch, Alon & Yahav's
 bottleneck benchmark)."""
 import torch
 from torch import Tensor, nn
+from torch_geometric.utils import scatter
 
 from graphgps_ext.head.base import HeadMLP, mlp_kwargs
 
@@ -46,19 +47,30 @@ class RootNodeHead(nn.Module):
             raise ValueError('root_node head needs batch.root_mask [N] (bool, '
                              'one True per graph); use it with '
                              'TreeNeighbourMatch or add the mask to the data')
-        root = mask.nonzero().view(-1)  # ascending node ids -> graph order
-        graph = ctx.batch[root]
-        # A static-shape batch's padding graphs have no root: the real
-        # graphs come first, the padding rows are zeros (masked out of the loss).
-        real = (ctx.num_graphs if ctx.graph_mask is None
-                else getattr(batch, 'real_graphs', ctx.num_graphs))
-        if root.numel() != real or not torch.equal(
-                graph, torch.arange(real, device=graph.device)):
-            raise ValueError(
-                f'root_mask must mark exactly one node per graph; got '
-                f'{root.numel()} roots for {real} graphs')
-        pred = self.mlp(x[root])
-        if real < ctx.num_graphs:
-            pred = torch.cat([pred, pred.new_zeros(ctx.num_graphs - real,
-                                                   pred.size(1))])
-        return pred, batch.y.reshape(ctx.num_graphs)
+        # The root of graph b by sums over its nodes (no data-dependent
+        # shape: one compiled graph per capacity): r_b = sum of the ids of
+        # its masked nodes, checked to be exactly one. A static-shape
+        # batch's padding graphs have no root; their rows are zeros
+        # (masked out of the loss).
+        mask = mask.view(-1)
+        B = ctx.num_graphs
+        ids = torch.arange(mask.numel(), device=mask.device)
+        roots = scatter(mask.long(), ctx.batch, dim=0, dim_size=B,
+                        reduce='sum')
+        root = scatter(torch.where(mask, ids, 0), ctx.batch, dim=0,
+                       dim_size=B, reduce='sum')
+        want = (torch.ones_like(roots) if ctx.graph_mask is None
+                else ctx.graph_mask.long())
+        ok = (roots == want).all()
+        message = 'root_mask must mark exactly one node per graph'
+        if torch.compiler.is_compiling():  # checked on the device
+            torch._assert_async(ok, message)
+        elif not bool(ok):
+            real = int(want.sum())
+            raise ValueError(f'{message}; got {int(mask.sum())} roots for '
+                             f'{real} graphs ({int((roots != want).sum())} '
+                             'graph(s) with none or several)')
+        pred = self.mlp(x.index_select(0, root))
+        if ctx.graph_mask is not None:
+            pred = torch.where(ctx.graph_mask[:, None], pred, 0.0)
+        return pred, batch.y.reshape(B)

@@ -3,10 +3,10 @@ from typing import Optional
 
 from torch import Tensor, nn
 from torch_geometric.nn import GCNConv
-from torch_geometric.nn.conv.gcn_conv import gcn_norm
 from torch_geometric.nn.resolver import activation_resolver
 
 from graphgps_ext.layer.context import GraphContext
+from graphgps_ext.layer.mna import normalized_adjacency
 
 
 class GCN(nn.Module):
@@ -16,9 +16,12 @@ class GCN(nn.Module):
         X' = \hat D^{-1/2} (A + I) \hat D^{-1/2} X W + b, \qquad
         \hat D_{ii} = 1 + \sum_j A_{ij}
 
-    (symmetric normalisation with self-loops), followed by ``act`` when
-    ``out_act`` (GEAET's ``local_out_act``). The normalised adjacency is
-    computed once per batch and shared by all layers (``ctx.cached``).
+    (symmetric normalisation with self-loops, an existing self-loop kept
+    once as in PyG's ``gcn_norm``), followed by ``act`` when ``out_act``
+    (GEAET's ``local_out_act``). The normalised adjacency is computed once
+    per batch and shared by all layers (``ctx.cached``), without
+    data-dependent shapes (:func:`~graphgps_ext.layer.mna.normalized_adjacency`:
+    no host synchronisation, one compiled graph per capacity).
     Edge features are ignored; the edge stream is left unchanged.
 
     Args:
@@ -45,7 +48,7 @@ class GCN(nn.Module):
     def forward(self, x: Tensor, edge_attr: Optional[Tensor],
                 ctx: GraphContext):
         edge_index, weight = ctx.cached(
-            'gcn_norm', lambda: gcn_norm(ctx.edge_index, None, ctx.num_nodes,
-                                         add_self_loops=True, dtype=x.dtype))
+            'gcn_norm', lambda: normalized_adjacency(
+                ctx.edge_index, ctx.num_nodes, 'sym', dtype=x.dtype))
         out = self.conv(x, edge_index, weight)
         return (self.out_act(out) if self.out_act is not None else out), None

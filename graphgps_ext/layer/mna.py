@@ -16,12 +16,15 @@ ADJ_NORMS = ('sym', 'rw')
 
 
 def normalized_adjacency(edge_index: Tensor, num_nodes: int,
-                         norm: str = 'sym') -> Tuple[Tensor, Tensor]:
+                         norm: str = 'sym', dtype: torch.dtype = torch.float32
+                         ) -> Tuple[Tensor, Tensor]:
     r"""Sparse :math:`\hat A` as ``(edge_index, weight)`` with self-loops
     :math:`\tilde A = A + I` (an existing self-loop is kept once):
     ``'sym'`` :math:`D^{-1/2}\tilde A D^{-1/2}`, ``'rw'`` :math:`D^{-1}\tilde A`,
     :math:`D_{ii} = \sum_j \tilde A_{ij}`. Edge ``(j -> i)`` carries
     :math:`\hat A_{ij}`, so :math:`(\hat A X)_i = \sum_{(j \to i)} \hat A_{ij} x_j`.
+    The shapes follow the input only (``E + N`` weights, ``dtype``): no
+    data-dependent filtering, so it compiles once per capacity.
     """
     if norm not in ADJ_NORMS:
         raise ValueError(f"unknown adjacency normalisation '{norm}' "
@@ -31,7 +34,7 @@ def normalized_adjacency(edge_index: Tensor, num_nodes: int,
     # one self-loop of weight 1 per node: the same sums as removing the
     # existing loops first (PyG's ``add_remaining_self_loops``).
     loops = torch.arange(num_nodes, device=edge_index.device)
-    keep = (edge_index[0] != edge_index[1]).float()
+    keep = (edge_index[0] != edge_index[1]).to(dtype)
     edge_index = torch.cat([edge_index, loops.expand(2, -1)], dim=1)
     ones = torch.cat([keep, keep.new_ones(num_nodes)])
     src, dst = edge_index

@@ -115,7 +115,7 @@ def test_failed_check_falls_back_to_eager_with_one_warning(
         molecule_run, tmp_path, monkeypatch):
     calls = []
 
-    def broken_compile(model, cfg, static=False):
+    def broken_compile(model, cfg, static=False, **kwargs):
         def net(batch):  # a capture that fails, as a CUDA graph can
             calls.append(static)
             raise RuntimeError('CUDA graph capture failed (simulated)')
@@ -136,7 +136,7 @@ def test_failed_check_falls_back_to_eager_with_one_warning(
 
 def test_check_catches_a_fast_path_with_another_loss(molecule_run, tmp_path,
                                                      monkeypatch):
-    def wrong(model, cfg, static=False):
+    def wrong(model, cfg, static=False, **kwargs):
         # the static path's net computes the loss inside (ForwardLoss)
         assert isinstance(model, speed.ForwardLoss)
 
@@ -154,7 +154,7 @@ def test_check_catches_a_fast_path_with_another_loss(molecule_run, tmp_path,
 
 def test_failed_check_trains_eagerly(molecule_run, tmp_path, monkeypatch):
     """A run whose fast path fails the check trains as the eager run does."""
-    def broken_compile(model, cfg, static=False):
+    def broken_compile(model, cfg, static=False, **kwargs):
         def net(batch):
             raise RuntimeError('capture failed (simulated)')
         return net
@@ -318,9 +318,11 @@ def test_compiled_whole_step_trains_as_the_eager_step(monkeypatch):
     learning rate changes)."""
     from torch._dynamo.utils import counters
     monkeypatch.setattr(speed, 'BACKEND', 'aot_eager')
-    # the reference: the eager step, the padding rows cut before the loss
-    ref_losses, ref_params, eager, _ = _step_run([], compiled=False,
-                                                 inside=False)
+    # the reference: the eager step, the padding rows cut before the loss,
+    # on per-parameter tensors as the compiled update has them (flat
+    # parameters would also decay the parameters without a gradient)
+    ref_losses, ref_params, eager, _ = _step_run(
+        ['optim.flat_params', 'False'], compiled=False, inside=False)
     assert eager.update.compiled is None
     torch._dynamo.reset()
     counters.clear()
@@ -362,9 +364,10 @@ def test_failed_compiled_update_falls_back_to_eager_with_one_warning(
 
     from graphgps_ext.logger import LOGGER_NAME
     monkeypatch.setattr(speed, 'BACKEND', 'aot_eager')
-    ref_losses, ref_params, _, _ = _step_run([], compiled=False)
+    ref_losses, ref_params, _, _ = _step_run(['optim.flat_params', 'False'],
+                                             compiled=False)
 
-    def broken(fn, cfg, dynamic):
+    def broken(fn, cfg, dynamic, **kwargs):
         def capture(*args):  # a capture that fails, as a CUDA graph can
             raise RuntimeError('CUDA graph capture failed')
         if getattr(fn, '__name__', None) == '_update':
