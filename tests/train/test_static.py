@@ -173,12 +173,14 @@ def test_failed_check_trains_eagerly(molecule_run, tmp_path, monkeypatch):
 
 
 #: Layer types of the compile test: message passing with GEANet, and the
-#: dense attention branches (Transformer; CSA with its pair encoder; MNA).
+#: dense attention branches (Transformer; CSA with its pair encoder; MNA),
+#: and GCN (its normalised adjacency).
 GEA = ['gea.n_heads', '2', 'gea.num_slots', '4', 'gea.edge_norm', 'batch']
 HEADS = ['gt.n_heads', '2']
 COMPILED = {'GINE+None+GEANet': GEA,
             'GatedGCN+Transformer+GEANet': GEA + HEADS,
-            'None+CSA+None': HEADS, 'None+MNA+None': HEADS}
+            'None+CSA+None': HEADS, 'None+MNA+None': HEADS,
+            'GCN+None+None': []}
 
 
 INDUCTOR = pytest.mark.skipif(
