@@ -71,7 +71,7 @@ from graphgps_ext.seed_folder import (Replacement, SeedFolderError, SeedLock,
                                       SeedLocked, check_seed, file_digests,
                                       read_best, recover, run_entries)
 from graphgps_ext.train import checkpoint as ckpt
-from graphgps_ext.train import speed
+from graphgps_ext.train import compile_cache, speed
 from graphgps_ext.train.checkpoint import CheckpointError
 from graphgps_ext.train.loop import NonFiniteLossError, Trainer
 from graphgps_ext.train.loss import LOSSES
@@ -291,6 +291,10 @@ def prepare(cfg, plan: Plan, state: Optional[Dict[str, Any]]) -> SimpleNamespace
     # dataset was processed now or read from its cache.
     seed_everything(cfg.seed)
     model = dist.wrap_model(build_model(cfg, bundle.task).to(device), cfg, device)
+    # Compiled: inductor's cache shared by the results tree, the config's
+    # artefacts of an earlier run loaded (compile_cache).
+    artefacts = (compile_cache.start(cfg.out_dir, cfg.run_name, log)
+                 if cfg.train.compile else None)
     # Static shapes and compile, checked on one batch where asked (CUDA).
     fast = speed.choose_fast_path(
         cfg, model, bundle.splits['train'], device, LOSSES[cfg.model.loss_fun],
@@ -304,7 +308,7 @@ def prepare(cfg, plan: Plan, state: Optional[Dict[str, Any]]) -> SimpleNamespace
         state = ckpt.load(plan.checkpoint)
     return SimpleNamespace(bundle=bundle, task=bundle.task, metric=metric,
                            mode=mode, model=model, loaders=loaders, device=device,
-                           fast=fast,
+                           fast=fast, artefacts=artefacts,
                            state=state, global_batch=global_batch)
 
 
@@ -338,6 +342,9 @@ def start(cfg, run_dir: str, run: SimpleNamespace, plan: Plan,
                           run.metric, run.mode, run.task.metrics, run_dir,
                           run_logger, run.device, callbacks, fast_path=run.fast)
         trainer.identity = ident
+        if getattr(run, 'artefacts', None):
+            trainer.callbacks.append(compile_cache.ArtefactSaver(
+                run.artefacts, get_logger()))
         _log_setup(cfg, run, trainer)
         if fresh:
             trainer.save_last()  # the initial state: resumable from here on
