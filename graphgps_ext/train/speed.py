@@ -6,6 +6,7 @@ against the eager path.
 """
 import contextlib
 import math
+import os
 import warnings
 from dataclasses import dataclass
 from typing import Any, Optional, Sequence
@@ -182,18 +183,25 @@ def compile_model(model, cfg, static: bool = False,
                     recompile_limit=recompile_limit)
 
 
-#: The :func:`torch.compile` backend of ``train.compile`` (inductor; the
-#: CPU tests use ``aot_eager``: dynamo and AOT autograd without code
-#: generation).
-BACKEND = 'inductor'
+#: The :func:`torch.compile` backend of ``train.compile``: inductor, unless
+#: the environment variable ``GRAPHGPS_EXT_COMPILE_BACKEND`` names another
+#: (``aot_eager``: dynamo and AOT autograd without code generation, what
+#: the CPU tests and the CPU rehearsal of ``run/gpu_check.sh`` use).
+BACKEND = os.environ.get('GRAPHGPS_EXT_COMPILE_BACKEND') or 'inductor'
 
 
 def _compile(fn, cfg, dynamic, recompile_limit: Optional[int] = None):
+    """:func:`torch.compile` of ``fn`` with its own variants
+    (``isolate_recompiles``: the compiled code of another model or
+    optimiser in this process, of the same Python functions, neither
+    serves it nor counts against its ``recompile_limit``)."""
     mode = cfg.train.compile_mode
-    limit = {} if recompile_limit is None else {'recompile_limit': recompile_limit}
+    kwargs = {'dynamic': dynamic, 'isolate_recompiles': True}
+    if recompile_limit is not None:
+        kwargs['recompile_limit'] = recompile_limit
     if BACKEND != 'inductor':  # other backends take no inductor mode
-        return torch.compile(fn, backend=BACKEND, dynamic=dynamic, **limit)
-    return torch.compile(fn, mode=mode, dynamic=dynamic, **limit)
+        return torch.compile(fn, backend=BACKEND, **kwargs)
+    return torch.compile(fn, mode=mode, **kwargs)
 
 
 def capacity_static(model) -> bool:
@@ -419,7 +427,8 @@ def check_batches(dataset, cfg, capacities):
 
 def choose_fast_path(cfg, model, train_dataset, device, loss_fn,
                      world_size: int = 1, log=None,
-                     eval_datasets: Sequence = ()) -> FastPath:
+                     eval_datasets: Sequence = (),
+                     capacities=None) -> FastPath:
     """Decide how batches are shaped and forward passes run.
 
     Static shapes as ``train.static_shapes`` resolves on ``device`` (and
@@ -434,7 +443,9 @@ def choose_fast_path(cfg, model, train_dataset, device, loss_fn,
     (the training split without one) in evaluation mode and the first
     training batch in training mode, made by the loader's own collate
     function and padding (:func:`check_batches`); if it fails the run goes
-    eager (unpadded, not compiled) with one warning naming why."""
+    eager (unpadded, not compiled) with one warning naming why.
+    ``capacities``: the capacity buckets of static shapes (default: from
+    ``train_dataset``, :meth:`~graphgps_ext.loader.pad.Capacities.from_dataset`)."""
     from graphgps_ext import dist
     from graphgps_ext.config import ConfigError
     from graphgps_ext.loader.pad import Capacities, used_capacities
@@ -450,10 +461,11 @@ def choose_fast_path(cfg, model, train_dataset, device, loss_fn,
                 raise ConfigError(f'train.static_shapes True: {why}; set '
                                   "train.static_shapes 'auto' or False")
             static = False
-    capacities, limit = None, None
+    given, capacities, limit = capacities, None, None
     batch_size = int(cfg.train.batch_size)
     if static:
-        capacities = Capacities.from_dataset(train_dataset, batch_size)
+        capacities = (given if given is not None else
+                      Capacities.from_dataset(train_dataset, batch_size))
         evals = set()
         for data in eval_datasets:
             evals |= used_capacities(capacities, data, batch_size)

@@ -61,7 +61,8 @@ def test_gpu_check_sees_a_fast_path_that_computes_something_else(monkeypatch):
     monkeypatch.setattr(gpu_check, 'path_opts', broken)
     res = gpu_check.run(torch.device('cpu'), rows=['gt'], steps=3, opts=TINY,
                         log=lambda *a: None)
-    assert not res['all_agree'] and not res['rows'][0]['first_agree']
+    assert not res['all_agree'] and not res['rows'][0]['agree']
+    assert not res['rows'][0]['fast']['final_agree']
     assert 'DISAGREEMENT' in res['markdown']
 
 
@@ -87,3 +88,47 @@ def test_gpu_check_script_passes_only_flags_the_commands_have():
     suites = set(re.findall(r'--suite ([a-z-]+)', text))
     assert suites == {'gpu-check', 'steps', 'profile'}
     assert suites <= set(bench_parser()._option_string_actions['--suite'].choices)
+
+
+def test_every_path_warms_up_every_capacity_then_is_timed(monkeypatch):
+    """Each path warms up one batch of every capacity (the same batches,
+    unpadded on the eager path) before its timed steps, and its losses
+    agree with the eager path's; the JSON is written after every row. With
+    ``--one-capacity`` a compiled path (``aot_eager`` here) compiles one
+    forward variant and its update, and nothing after warm-up."""
+    from graphgps_ext.bench import parser, run_suites
+    from graphgps_ext.train import speed
+    monkeypatch.setattr(speed, 'BACKEND', 'aot_eager')
+    written = []
+    args = parser().parse_args(
+        ['--suite', 'gpu-check', '--rows', 'gps-gine', '--check-steps', '3',
+         '--paths', 'eager', 'static', '--threads', '0', '--opts']
+        + [str(o) for o in TINY])
+    payload = run_suites(args, log=lambda *a: None,
+                         checkpoint=lambda p: written.append(
+                             len(p['suites']['gpu-check']['rows'])))
+    res = payload['suites']['gpu-check']
+    row = res['rows'][0]
+    assert written == [1] and res['all_agree'] and row['reference'] == 'eager'
+    caps = row['warmed_capacities']
+    assert row['capacities'] >= caps >= 2
+    for path in ('eager', 'static'):
+        p = row[path]
+        assert p['warm_steps'] == gpu_check.WARM_CALLS * caps
+        assert p['train_graphs_per_s'] > 0 and p['warmup_seconds'] > 0
+        assert p['variants'] == 0 and p['recompiles_after_warmup'] == 0
+    single = gpu_check.check_family('gps-gine', _dataset(), torch.device('cpu'),
+                                    3, opts=TINY, paths=('eager', 'compiled'),
+                                    single=True, count=0)
+    p = single['compiled']
+    assert single['capacities'] == single['warmed_capacities'] == 1
+    assert p['warm_steps'] == gpu_check.WARM_CALLS and single['agree']
+    # the training step's variant and the update (no check on a CPU)
+    assert p['variants'] == 2 and p['compile_seconds'] > 0
+    assert p['recompiles_after_warmup'] == 0
+
+
+def _dataset():
+    from graphgps_ext.bench.models import PAPER_ZINC_ROWS, make_dataset, row_cfg
+    cfg = row_cfg(PAPER_ZINC_ROWS['gps-gine'], TINY)
+    return make_dataset(cfg, 64, 0)[0]
