@@ -221,8 +221,9 @@ def check_family(name: str, dataset, device: torch.device, steps: int,
                  rtol: float = 1e-3, final_rtol: float = 0.1,
                  use_compile: Optional[bool] = None,
                  paths: Sequence[str] = ('fast', 'eager'),
-                 single: bool = False) -> Dict[str, object]:
-    """The ``paths`` of one family; see the module docstring."""
+                 single: bool = False, on_path=None) -> Dict[str, object]:
+    """The ``paths`` of one family; see the module docstring.
+    ``on_path(row so far)`` after every path."""
     from graphgps_ext.bench.steps import count_steps
     from graphgps_ext.loader.pad import Capacities
     row = PAPER_ZINC_ROWS[name]
@@ -272,6 +273,9 @@ def check_family(name: str, dataset, device: torch.device, steps: int,
                      'final_loss': _final(timed if timed.numel() else loss)}
         if watch is not None:
             watch.close()
+        if on_path is not None:
+            on_path(dict(out, paths=list(losses), agree=None,
+                         reference=None))
     ref_name = 'eager' if 'eager' in losses else paths[0]
     ref = losses[ref_name]
     agree = True
@@ -307,8 +311,9 @@ def run(device: torch.device, rows: Optional[Sequence[str]] = None,
         on_row: Optional[Callable[[Dict[str, object]], None]] = None
         ) -> Dict[str, object]:
     """Run the suite; returns ``{'rows': [...], 'markdown': str, ...}``.
-    ``on_row(result so far)`` after every family (the bench writes its
-    JSON there, so that a run stopped half-way keeps its rows)."""
+    ``on_row(result so far)`` after every path of every family (the bench
+    writes its JSON there, so that a run stopped half-way keeps what it
+    measured)."""
     names = common.check_names(rows or FAMILY_ROWS, PAPER_ZINC_ROWS,
                                'paper-zinc rows')
     for path in paths:
@@ -322,7 +327,11 @@ def run(device: torch.device, rows: Optional[Sequence[str]] = None,
     settings = {'steps': steps, 'graphs': len(dataset), 'paths': list(paths),
                 'one_capacity': single, 'opts': [str(o) for o in opts]}
 
-    def result():
+    def result(partial=None):
+        rows = out_rows + ([partial] if partial is not None else [])
+        if partial is not None:  # a family half-way: its paths so far
+            return {'rows': rows, 'markdown': markdown(rows),
+                    'all_agree': None, 'settings': settings}
         agree = all(r['agree'] for r in out_rows)
         text = markdown(out_rows) + (
             f'\n\nAll families: every path agrees with the {out_rows[0]["reference"]} path.'
@@ -334,7 +343,9 @@ def run(device: torch.device, rows: Optional[Sequence[str]] = None,
     for name in names:
         start = time.perf_counter()
         res = check_family(name, dataset, device, steps, seed, opts,
-                           use_compile=use_compile, paths=paths, single=single)
+                           use_compile=use_compile, paths=paths, single=single,
+                           on_path=None if on_row is None else
+                           (lambda partial: on_row(result(partial))))
         res['seconds'] = time.perf_counter() - start
         out_rows.append(res)
         log(f'  [gpu-check] {name:16s} ' + ', '.join(
@@ -365,6 +376,6 @@ def markdown(rows: List[dict]) -> str:
                           p['recompiles_after_warmup'], p['ops_per_step'],
                           syncs, f"{p['first_loss']:.5f}",
                           f"{p['final_loss']:.5f}",
-                          '' if path == r['reference'] else
-                          ('yes' if p['agree'] else 'no')])
+                          '' if path == r['reference'] or 'agree' not in p
+                          else ('yes' if p['agree'] else 'no')])
     return common.markdown_table(headers, table)
