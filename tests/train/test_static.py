@@ -573,3 +573,55 @@ def test_check_runs_the_compiled_forward_and_loss(molecule_run, tmp_path,
     messages = [r.getMessage() for r in records]
     assert any('fast path checked on one batch' in m
                and 'loss in the forward pass' in m for m in messages), messages
+
+
+def _backward_accumulations(trainer, batch) -> int:
+    """In-place additions dispatched by one backward pass of ``trainer``'s
+    training step (autograd accumulating into existing ``.grad`` tensors:
+    one kernel per parameter tensor; the compiled backward's own graph is
+    functional)."""
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    class Count(TorchDispatchMode):
+        adds = 0
+
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            if func.overloadpacket in (torch.ops.aten.add_, ):
+                Count.adds += 1
+            return func(*args, **(kwargs or {}))
+
+    loss = trainer._forward(trainer.train_net, batch)[2]
+    trainer.optimizer.zero_grad(set_to_none=True)
+    with Count():
+        loss.backward()
+    return Count.adds
+
+
+def test_compiled_update_takes_the_gradients_without_a_kernel(monkeypatch):
+    """Under the compiled update the optimiser keeps per-parameter tensors:
+    the gradients of the compiled backward become the parameters' ``.grad``
+    as they are; flat parameters (the eager update's) add one accumulation
+    kernel per parameter tensor outside the compiled graphs."""
+    from torch_geometric.data import Batch
+
+    from graphgps_ext.loader.pad import pad_batch
+    monkeypatch.setattr(speed, 'BACKEND', 'aot_eager')
+    torch._dynamo.reset()
+    graphs = [molecule(5 + (7 * i) % 13, i) for i in range(24)]
+    for g in graphs:
+        g.y = g.y.double()
+    adds, with_grad = {}, None
+    caps = Capacities.from_sizes([g.num_nodes for g in graphs],
+                                 [g.num_edges for g in graphs], 4)
+    batch = pad_batch(Batch.from_data_list(graphs[2:6]), caps)
+    for compiled in (True, False):
+        _, _, trainer, _ = _step_run([], compiled=compiled, steps=1)
+        stepped = trainer.optimizer.param_groups[0]['params']
+        params = [p for p in trainer.model.parameters() if p.requires_grad]
+        assert (len(stepped) == len(params)) is compiled  # else one flat buffer
+        with torch.enable_grad():
+            adds[compiled] = _backward_accumulations(trainer, batch)
+        if compiled:
+            with_grad = sum(p.grad is not None for p in params)
+    assert adds[True] == 0
+    assert adds[False] == with_grad > 0  # one per parameter with a gradient
