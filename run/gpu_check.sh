@@ -27,6 +27,7 @@
 #   REHEARSE=1 run/gpu_check.sh OUT DATA: the same steps on the CPU at tiny
 #         sizes (compiled with aot_eager), in a few minutes: run it before
 #         spending GPU time (with QUICK=1 too for the quick mode).
+#   LIMIT, QUICK_LIMIT: seconds per step (default 600, and 450 for paths).
 set -u
 OUT=${1:?usage: run/gpu_check.sh OUT [DATA]}
 DATA=${2:-}
@@ -43,7 +44,8 @@ if [ -n "${REHEARSE:-}" ]; then
     DEVICE=cpu; GPUS=(--cpu); STEPS=4; PROFILE=(--profile-steps 3 --profile-warmup 1)
     TINY=(--opts gt.layers 1 train.batch_size 4); QUICK_OPTS=(--opts gt.layers 1 train.batch_size 4)
     EPOCHS=(optim.max_epoch 2 train.batch_size 16 gt.layers 1 dataset.max_graphs 240
-            accelerator cpu); FOUR=(--jobs 2); SEEDS=0-1; LIMIT=240; QUICK_LIMIT=240
+            accelerator cpu); FOUR=(--jobs 2); SEEDS=0-1
+    LIMIT=${LIMIT:-240}; QUICK_LIMIT=${QUICK_LIMIT:-240}
     STEPS_ROWS=(--rows gps-gine csa)
 else
     DEVICE=cuda; GPUS=(--gpus 0); STEPS=200; PROFILE=(); TINY=(); STEPS_ROWS=()
