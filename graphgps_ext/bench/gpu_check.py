@@ -24,8 +24,9 @@ timed steps: graphs/s of the steady state (real graphs, not padding
 graphs), with the host synchronised at both ends.
 
 It reports per family and path: those figures, operators and host
-synchronisations per step (:mod:`.steps`; on CUDA also the driver's
-count), the first and final losses, and whether each path agrees with
+synchronisations per step of the paths that are not compiled
+(:mod:`.steps`; on CUDA also the driver's count), the first and final
+losses, and whether each path agrees with
 the first path (``eager`` when given): the first step's loss within
 ``rtol`` and the mean loss of the last tenth of the steps within
 ``final_rtol`` (float differences grow over a training run; a broken
@@ -244,7 +245,11 @@ def check_family(name: str, dataset, device: torch.device, steps: int,
         trainer, loader = res['trainer'], res['loader']
         watch = trainer.watch
         counted = {}
-        if count > 0:  # (compiled code under the counter runs eagerly)
+        # Operators and syncs of the eager code only: under a dispatch
+        # mode (the counter) dynamo runs compiled code eagerly, so a
+        # compiled path's count would be its eager twin's (the profile
+        # suite counts a compiled step's kernel launches on CUDA).
+        if count > 0 and not trainer.cfg.train.compile:
             batches = []
             for batch in loader:
                 batches.append(batch)
