@@ -650,25 +650,22 @@ class Trainer:
             self.log.info('the checkpoint says this run had stopped; nothing to do')
             return self.best
         self.began = time.perf_counter()
-        try:
-            for epoch in range(self.start_epoch, cfg.optim.max_epoch):
-                records = {'train': self.run_split('train', epoch, train=True)}
-                records.update(self.evaluate(epoch))
-                self.logger.log_epoch(epoch, records)
-                self._select(epoch, records)
-                self._step_scheduler(records)
-                self.stopped = self._should_stop(epoch)
-                self.last_epoch = epoch
-                self.save_last()
-                for fn in self.callbacks:
-                    fn(self, epoch, records)
-                if self.stopped:
-                    break
-            if self.watch is not None:
-                self.log.info(self.watch.summary())
-        finally:
-            if self.watch is not None:
-                self.watch.close()
+        for epoch in range(self.start_epoch, cfg.optim.max_epoch):
+            records = {'train': self.run_split('train', epoch, train=True)}
+            records.update(self.evaluate(epoch))
+            self.logger.log_epoch(epoch, records)
+            self._select(epoch, records)
+            self._step_scheduler(records)
+            self.stopped = self._should_stop(epoch)
+            self.last_epoch = epoch
+            self.save_last()
+            for fn in self.callbacks:
+                fn(self, epoch, records)
+            if self.stopped:
+                break
+        if self.watch is not None:  # what was compiled, once
+            self.log.info(self.watch.summary())
+            self.watch.close()
         return self.best
 
     def evaluate(self, epoch: int) -> Dict[str, Dict[str, Any]]:

@@ -625,3 +625,32 @@ def test_compiled_update_takes_the_gradients_without_a_kernel(monkeypatch):
             with_grad = sum(p.grad is not None for p in params)
     assert adds[True] == 0
     assert adds[False] == with_grad > 0  # one per parameter with a gradient
+
+
+def test_check_records_cuda_graphs_before_training(molecule_run, tmp_path,
+                                                   monkeypatch):
+    """When compiled graphs replay as CUDA graphs, the check calls each
+    mode three times (CUDA graph trees run a function's first call as a
+    warm-up and record a later one), so that a capture that fails on its
+    recording falls back to eager with one warning here, not in training."""
+    calls, marks = [], []
+    monkeypatch.setattr(speed, '_graphs_replayed', lambda cfg, device: True)
+    monkeypatch.setattr(torch.compiler, 'cudagraph_mark_step_begin',
+                        lambda: marks.append(1))
+
+    def recording_fails(net, cfg, static=False, **kwargs):
+        def run(batch):  # ``net`` is the ForwardLoss of the model
+            calls.append('train' if net.model.training else 'eval')
+            if calls.count('train') == 2:
+                raise RuntimeError('CUDA graph capture failed (simulated, '
+                                   'on recording)')
+            return net(batch)
+        return run
+
+    monkeypatch.setattr(speed, 'compile_model', recording_fails)
+    with pytest.warns(RuntimeWarning) as record:
+        _, fast = _fast_path(molecule_run, tmp_path, 'train.fast_path_check',
+                             'True')
+    assert calls == ['eval'] * 3 + ['train'] * 2 and len(marks) == 5
+    assert len(record) == 1 and 'on recording' in fast.reason
+    assert fast.capacities is None  # the eager path
