@@ -60,12 +60,13 @@ def load_artefacts(path: str) -> Optional[str]:
     torch that wrote another format) is a note, not an error: the run then
     compiles as a cold one."""
     import torch
-    if not os.path.isfile(path):
+    load = getattr(torch.compiler, 'load_cache_artifacts', None)
+    if load is None or not os.path.isfile(path):  # (torch before 2.7: none)
         return None
     try:
         with open(path, 'rb') as f:
             data = f.read()
-        info = torch.compiler.load_cache_artifacts(data)
+        info = load(data)
     except Exception as err:  # the run compiles cold, nothing is lost
         return f'compile artefacts {path} not loaded ({type(err).__name__}: {err})'
     return f'compile artefacts loaded from {path} ({len(data) / 2**20:.1f} MiB)' \
@@ -79,7 +80,8 @@ def save_artefacts(path: str) -> Optional[int]:
     import torch
 
     from graphgps_ext.files import atomic_write_bytes
-    out = torch.compiler.save_cache_artifacts()
+    save = getattr(torch.compiler, 'save_cache_artifacts', None)
+    out = save() if save is not None else None
     if not out or not out[0]:
         return None
     data = out[0]

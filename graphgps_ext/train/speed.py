@@ -5,6 +5,7 @@ choice of the fast path (static shapes + compile) with its one-batch check
 against the eager path.
 """
 import contextlib
+import inspect
 import math
 import os
 import warnings
@@ -194,11 +195,22 @@ def _compile(fn, cfg, dynamic, recompile_limit: Optional[int] = None):
     """:func:`torch.compile` of ``fn`` with its own variants
     (``isolate_recompiles``: the compiled code of another model or
     optimiser in this process, of the same Python functions, neither
-    serves it nor counts against its ``recompile_limit``)."""
+    serves it nor counts against its ``recompile_limit``). A torch whose
+    :func:`torch.compile` takes neither keyword gets the limit as dynamo's
+    global one (raised, never lowered)."""
     mode = cfg.train.compile_mode
-    kwargs = {'dynamic': dynamic, 'isolate_recompiles': True}
+    kwargs = {'dynamic': dynamic}
+    takes = inspect.signature(torch.compile).parameters
+    if 'isolate_recompiles' in takes:
+        kwargs['isolate_recompiles'] = True
     if recompile_limit is not None:
-        kwargs['recompile_limit'] = recompile_limit
+        if 'recompile_limit' in takes:
+            kwargs['recompile_limit'] = recompile_limit
+        else:
+            config = torch._dynamo.config
+            name = ('recompile_limit' if hasattr(config, 'recompile_limit')
+                    else 'cache_size_limit')
+            setattr(config, name, max(getattr(config, name), recompile_limit))
     if BACKEND != 'inductor':  # other backends take no inductor mode
         return torch.compile(fn, backend=BACKEND, **kwargs)
     return torch.compile(fn, mode=mode, **kwargs)

@@ -40,8 +40,10 @@ def two_capacity_run(monkeypatch):
     monkeypatch.setattr(run, 'load_dataset', lambda cfg: bundle)
     monkeypatch.setattr(speed, 'BACKEND', 'aot_eager')
     # a run past the limit would fail here instead of running eagerly
-    monkeypatch.setattr(torch._dynamo.config, 'fail_on_recompile_limit_hit',
-                        True)
+    config = torch._dynamo.config
+    monkeypatch.setattr(config, 'fail_on_recompile_limit_hit'
+                        if hasattr(config, 'fail_on_recompile_limit_hit')
+                        else 'fail_on_cache_limit_hit', True)
     return run
 
 
