@@ -79,7 +79,7 @@ from graphgps_ext.seed_folder import (Replacement, SeedFolderError, SeedLock,
                                       SeedLocked, check_seed, file_digests,
                                       read_best, recover, run_entries)
 from graphgps_ext.train import checkpoint as ckpt
-from graphgps_ext.train import speed
+from graphgps_ext.train import compile_cache, speed
 from graphgps_ext.train.loop import NonFiniteLossError, Trainer
 from graphgps_ext.train.loss import LOSSES
 from graphgps_ext.train.rng import seed_everything
@@ -386,9 +386,15 @@ def prepare(cfg, plan: Plan, state: Optional[Dict[str, Any]], bundle=None,
     # dataset was processed now or read from its cache.
     seed_everything(cfg.seed)
     model = dist.wrap_model(build_model(cfg, bundle.task).to(device), cfg, device)
+    # Compiled: inductor's cache shared by the results tree, the config's
+    # artefacts of an earlier run loaded (compile_cache).
+    artefacts = (compile_cache.start(cfg.out_dir, cfg.run_name, log)
+                 if cfg.train.compile else None)
     # Static shapes and compile, checked on one batch where asked (CUDA).
-    fast = (speed.choose_fast_path(cfg, model, bundle.splits['train'], device,
-                                   LOSSES[cfg.model.loss_fun], world_size, log)
+    fast = (speed.choose_fast_path(
+        cfg, model, bundle.splits['train'], device, LOSSES[cfg.model.loss_fun],
+        world_size, log, eval_datasets=[bundle.splits[s] for s in ('val', 'test')
+                                        if s in bundle.splits])
             if fast_path else None)
     loaders = make_loaders(cfg, bundle, rank=rank, world_size=world_size, device=device,
                            capacities=fast.capacities if fast is not None else None)
@@ -401,7 +407,8 @@ def prepare(cfg, plan: Plan, state: Optional[Dict[str, Any]], bundle=None,
         _same_data(cfg, state, data)
     return SimpleNamespace(bundle=bundle, task=bundle.task, metric=metric,
                            mode=mode, model=model, loaders=loaders, device=device,
-                           fast=fast, data=data, state=state, global_batch=global_batch)
+                           fast=fast, data=data, artefacts=artefacts,
+                           state=state, global_batch=global_batch)
 
 
 def _write_run_files(cfg, run_dir: str, bundle, fp: str):
@@ -435,6 +442,9 @@ def start(cfg, run_dir: str, run: SimpleNamespace, plan: Plan,
                           run_logger, run.device, callbacks, fast_path=run.fast)
         # The checkpoints record the data too: a resume on other data is refused.
         trainer.identity = {**ident, DATA_KEY: run.data['fingerprint']}
+        if getattr(run, 'artefacts', None):
+            trainer.callbacks.append(compile_cache.ArtefactSaver(
+                run.artefacts, get_logger()))
         _log_setup(cfg, run, trainer)
         if fresh:
             trainer.save_last()  # the initial state: resumable from here on

@@ -626,6 +626,9 @@ class Results(_Folder):
     REPORT = 'REPORT.md'
     SEARCHES = '_search'
     SLURM = '_slurm'
+    #: torch.compile's caches shared by the runs of the tree
+    #: (:mod:`graphgps_ext.train.compile_cache`).
+    COMPILE_CACHE = '_compile_cache'
     #: A search folder's files.
     SEARCH = 'search.json'
     CONFIGS = 'configs'
@@ -644,6 +647,10 @@ class Results(_Folder):
     @property
     def slurm(self) -> str:
         return self.join(self.SLURM)
+
+    @property
+    def compile_cache(self) -> str:
+        return os.path.join(self.path, self.COMPILE_CACHE)
 
     def search(self, task: str) -> str:
         """The folder of the grid search ``task`` (:class:`SearchDir`)."""

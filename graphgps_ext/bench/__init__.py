@@ -92,7 +92,14 @@ def parser() -> argparse.ArgumentParser:
                    help='record the source line of every host synchronisation')
     g = p.add_argument_group('gpu-check (also --rows, --opts, --compile)')
     g.add_argument('--check-steps', type=int, default=300,
-                   help='training steps per family and path')
+                   help='timed training steps per family and path (after '
+                   'the warm-up of every capacity)')
+    g.add_argument('--paths', nargs='*', default=['fast', 'eager'],
+                   help='paths to train and compare: eager static compiled '
+                   'graphs fast (default: fast eager)')
+    g.add_argument('--one-capacity', action='store_true',
+                   help='pad every batch to the largest capacity (one '
+                   'compiled variant per path; gpu-check and profile)')
     g = p.add_argument_group('profile (also --rows, --opts, --compile)')
     g.add_argument('--profile-steps', type=int, default=20,
                    help='training steps profiled per row')
@@ -155,8 +162,10 @@ def limit_memory(gib: float):
     resource.setrlimit(resource.RLIMIT_AS, (cap, hard))
 
 
-def run_suites(args, log=print) -> Dict[str, object]:
-    """Run the suites asked for by ``args``; returns the JSON payload."""
+def run_suites(args, log=print, checkpoint=None) -> Dict[str, object]:
+    """Run the suites asked for by ``args``; returns the JSON payload.
+    ``checkpoint(payload)`` is called after every row of the suites that
+    report rows as they finish (``gpu-check``, ``profile``)."""
     import torch
 
     from graphgps_ext.bench import common
@@ -191,7 +200,9 @@ def run_suites(args, log=print) -> Dict[str, object]:
             res = gpu_check.run(device, rows=args.rows, steps=args.check_steps,
                                 seed=args.seed, opts=args.opts,
                                 use_compile=True if args.compile else None,
-                                log=log)
+                                log=log, paths=args.paths,
+                                single=args.one_capacity,
+                                on_row=_partial(payload, suite, checkpoint))
         elif suite == 'stack':
             from graphgps_ext.bench import stack
             res = stack.run(device, rows=args.stack_rows,
@@ -205,7 +216,8 @@ def run_suites(args, log=print) -> Dict[str, object]:
                               warmup=args.profile_warmup, seed=args.seed,
                               opts=args.opts, fast=args.profile_path == 'fast',
                               use_compile=True if args.compile else None,
-                              log=log)
+                              log=log, single=args.one_capacity,
+                              on_row=_partial(payload, suite, checkpoint))
         elif suite == 'layers':
             from graphgps_ext.bench import layers
             from graphgps_ext.bench.data import FAMILIES
@@ -241,10 +253,24 @@ def run_suites(args, log=print) -> Dict[str, object]:
     return payload
 
 
+def _partial(payload, suite: str, checkpoint):
+    """``on_row`` of a suite: its result so far into ``payload``, then
+    ``checkpoint(payload)``."""
+    if checkpoint is None:
+        return None
+
+    def on_row(res):
+        payload['suites'][suite] = res
+        checkpoint(payload)
+    return on_row
+
+
 def main(argv: Optional[List[str]] = None) -> int:
     args = parser().parse_args(argv)
     from graphgps_ext.bench import common
-    payload = run_suites(args)
+    # Written after every row of gpu-check and profile: a run stopped
+    # half-way (a time limit) keeps what it measured.
+    payload = run_suites(args, checkpoint=lambda p: common.write_json(args.out, p))
     common.write_json(args.out, payload)
     meta = payload['meta']
     print(f"\n# graphgps_ext benchmarks — {meta['device']}, "

@@ -112,20 +112,28 @@ def summarize(prof, steps: int, wall_us: float, cuda: bool) -> Dict[str, object]
 
 def profile_row(name: str, dataset, device: torch.device, steps: int,
                 warmup: int, seed: int = 0, opts: Sequence = (),
-                fast: bool = True, use_compile: Optional[bool] = None
-                ) -> Dict[str, object]:
-    """Train ``warmup`` steps of row ``name``, then profile ``steps`` more
-    (see the module docstring)."""
+                fast: bool = True, use_compile: Optional[bool] = None,
+                single: bool = False) -> Dict[str, object]:
+    """Warm up row ``name`` (every capacity, as the GPU check does), train
+    ``warmup`` steps, then profile ``steps`` more (see the module
+    docstring). ``single``: one capacity (``--one-capacity``)."""
     import time
 
     from torch.profiler import ProfilerActivity, profile
 
-    from graphgps_ext.bench.gpu_check import NO_DROPOUT, path_opts, train_row
+    from graphgps_ext.bench.gpu_check import (NO_DROPOUT, one_capacity,
+                                              path_opts, train_row,
+                                              warm_indices)
+    from graphgps_ext.loader.pad import Capacities
     from graphgps_ext.train.loop import PassStats
     row = PAPER_ZINC_ROWS[name]
     popts = list(NO_DROPOUT) + list(opts) + path_opts(fast, device, use_compile)
-    _, _, trainer, loader = train_row(row, dataset, device, popts, warmup,
-                                      warmup, seed)
+    cfg = row_cfg(row, popts)
+    caps = Capacities.from_dataset(dataset, int(cfg.train.batch_size))
+    warm = warm_indices(dataset, int(cfg.train.batch_size), seed,
+                        one_capacity(caps) if single else caps)
+    res = train_row(row, dataset, device, popts, warmup, seed, warm, single)
+    trainer, loader = res['trainer'], res['loader']
     batches = []
     for batch in loader:
         batches.append(batch.to(device, non_blocking=True))
@@ -154,18 +162,25 @@ def profile_row(name: str, dataset, device: torch.device, steps: int,
 def run(device: torch.device, rows: Optional[Sequence[str]] = None,
         steps: int = 20, warmup: int = 10, seed: int = 0, opts: Sequence = (),
         fast: bool = True, use_compile: Optional[bool] = None,
-        log=print) -> Dict[str, object]:
-    """Run the suite; returns ``{'rows': [...], 'markdown': str, ...}``."""
+        log=print, single: bool = False, on_row=None) -> Dict[str, object]:
+    """Run the suite; returns ``{'rows': [...], 'markdown': str, ...}``;
+    ``on_row(result so far)`` after every row."""
     names = common.check_names(rows or DEFAULT_ROWS, PAPER_ZINC_ROWS,
                                'paper-zinc rows')
     cfg = row_cfg(PAPER_ZINC_ROWS[names[0]], opts)
     dataset, _ = make_dataset(cfg, (steps + warmup + 1) * cfg.train.batch_size,
                               seed)
     out_rows = []
+    settings = {'steps': steps, 'warmup': warmup,
+                'path': 'fast' if fast else 'eager', 'one_capacity': single,
+                'opts': [str(o) for o in opts]}
     for name in names:
         res = profile_row(name, dataset, device, steps, warmup, seed, opts,
-                          fast, use_compile)
+                          fast, use_compile, single)
         out_rows.append(res)
+        if on_row is not None:
+            on_row({'rows': out_rows, 'markdown': markdown(out_rows),
+                    'settings': settings})
         busy = res['device_busy_fraction']
         log(f'  [profile] {name:16s} {res["step_ms"]:.2f} ms/step, '
             f'{res["ops_per_step"]:.0f} ops/step'
@@ -173,9 +188,7 @@ def run(device: torch.device, rows: Optional[Sequence[str]] = None,
                f', {res["launches_per_step"]:.0f} launches/step, '
                f'device busy {100 * busy:.0f} %'))
     return {'rows': out_rows, 'markdown': markdown(out_rows),
-            'settings': {'steps': steps, 'warmup': warmup,
-                         'path': 'fast' if fast else 'eager',
-                         'opts': [str(o) for o in opts]}}
+            'settings': settings}
 
 
 def markdown(rows: List[dict]) -> str:

@@ -68,6 +68,11 @@ the plain path available and gives the plain path's results within tolerance
   (static shapes, compile) and through the eager path; a loss that differs
   beyond tolerance, or a fast path that fails (compilation, capture),
   switches the run to the eager path with one warning naming why;
+- ``train.prefetch`` (``auto``: on CUDA; ``True``; ``False``): the
+  batches of a pass are made ahead in a background thread
+  (:class:`graphgps_ext.loader.prefetch.Prefetcher`): batch n+1 is
+  collated, padded and copied to the device while step n runs; the same
+  batches in the same order;
 - ``train.tf32``: TensorFloat-32 matmuls and convolutions on CUDA (about
   10 significant bits in the products; float32 elsewhere). No effect on the
   CPU. It changes the arithmetic, so it is part of the run fingerprint.
@@ -102,6 +107,8 @@ DEFAULTS = {
     'train.static_shapes': 'auto',
     # One-batch check of the fast path against eager (auto: on CUDA).
     'train.fast_path_check': 'auto',
+    # Batches made ahead in a background thread (auto: on CUDA).
+    'train.prefetch': 'auto',
     # TensorFloat-32 matmuls on CUDA.
     'train.tf32': False,
 }
@@ -121,12 +128,14 @@ def declare():
     auto_or_bool('train.static_shapes')
     auto_or_bool('train.fast_path_check')
     auto_or_bool('train.compile_step')
+    auto_or_bool('train.prefetch')
     # Same results as the plain path (within float tolerance): outside the run
     # fingerprint. ``train.amp`` changes the arithmetic, so it stays in.
     volatile('train.compile', 'train.compile_mode', 'train.compile_dynamic',
              'train.compile_step',
              'optim.fused', 'optim.flat_params', 'train.fast_collate',
-             'train.data_placement', 'train.static_shapes', 'train.fast_path_check')
+             'train.data_placement', 'train.static_shapes', 'train.fast_path_check',
+             'train.prefetch')
     ignored('train.compile_mode', 'train.compile_dynamic', 'train.compile_step',
             unless=lambda cfg: cfg.train.compile, why='train.compile is False',
             in_file='warn')

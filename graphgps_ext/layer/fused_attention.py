@@ -191,13 +191,23 @@ def attention_blocks(ctx: GraphContext, max_blocks: Optional[int] = None,
             rows.append((hi - lo) * n)
             start += (hi - lo) * n
         node_block = block_of[batch]
-        table = torch.tensor([starts, widths, rows], dtype=torch.long,
-                             device=device)[:, node_block]
+        # Built on the host and copied without waiting (a tensor built
+        # straight on a GPU from Python lists is a blocking copy).
+        table = _to_device(torch.tensor([starts, widths, rows],
+                                        dtype=torch.long), device)[:, node_block]
         slot = table[0] + slot[batch] * table[1] + pos
         gather = torch.zeros(start, dtype=torch.long, device=device)
         gather[slot] = torch.arange(batch.numel(), device=device)
         return AttentionBlocks(blocks, slot, gather, start, table[0], table[2])
     return ctx.cached(f'attention/blocks/{max_blocks}/{overhead}', compute)
+
+
+def _to_device(t: Tensor, device: torch.device) -> Tensor:
+    """A small host tensor on ``device``: on CUDA from pinned memory with
+    ``non_blocking`` (the host does not wait for the copy)."""
+    if device.type == 'cuda':
+        return t.pin_memory().to(device, non_blocking=True)
+    return t.to(device)
 
 
 def _static_blocks(ctx: GraphContext) -> AttentionBlocks:

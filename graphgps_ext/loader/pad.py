@@ -163,6 +163,21 @@ class Capacities:
             f'{c.nodes}/{c.edges}/{c.graphs}' for c in self.buckets) + ')'
 
 
+def used_capacities(capacities: Capacities, dataset,
+                    batch_size: int) -> set:
+    """The capacities that the batches of ``dataset`` in order (an
+    evaluation split: consecutive runs of ``batch_size`` graphs) are padded
+    to: one compiled variant each."""
+    nodes, edges = graph_sizes(dataset)
+    out = set()
+    for start in range(0, nodes.numel(), int(batch_size)):
+        n = nodes[start:start + int(batch_size)]
+        e = edges[start:start + int(batch_size)]
+        out.add(capacities.choose(int(n.sum()), int(e.sum()), n.numel(),
+                                  int(n.max())))
+    return out
+
+
 def graph_sizes(dataset) -> Tuple[Tensor, Tensor]:
     """Node and edge counts ``[G]`` of every graph of ``dataset`` (from the
     collated storage of an in-memory dataset, without separating graphs)."""

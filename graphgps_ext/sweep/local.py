@@ -6,7 +6,9 @@ a GPU frees up; with ``per_gpu`` k > 1, k runs share each GPU (each its own
 process). Each run's output is appended to its log file
 (``<out_dir>/<run_name>/logs/seed<S>.log``, earlier attempts kept), headed by
 the command line. Each finished run is announced with its best epoch and
-metric (:func:`outcome`)."""
+metric (:func:`outcome`). Unless the environment sets
+``TORCHINDUCTOR_CACHE_DIR``, every run gets ``<out_dir>/_compile_cache``
+there (:func:`graphgps_ext.train.compile_cache.sweep_env`)."""
 import datetime
 import os
 import queue
@@ -19,6 +21,7 @@ from typing import Callable, List, Optional, Sequence
 from graphgps_ext.logger import duration
 from graphgps_ext.run_dir import RunDir, RunFileError
 from graphgps_ext.sweep.plan import Run, main_command
+from graphgps_ext.train.compile_cache import sweep_env
 
 #: ``devices``: ``None`` = the environment's, ``[]`` = the CPU, else GPU ids.
 Devices = Optional[List[str]]
@@ -69,6 +72,8 @@ def run_one(run: Run, python: Sequence[str], main: str, device: Optional[str],
     file; returns the exit code."""
     cmd = main_command(python, main, run)
     env = dict(os.environ)
+    # torch.compile's caches shared by the runs of the results tree
+    env.update(sweep_env(run.target.out_dir, env))
     if device is not None:
         env['CUDA_VISIBLE_DEVICES'] = device
     if threads is not None:

@@ -335,6 +335,19 @@ def _omp(procs: int) -> List[str]:
             '(( OMP_NUM_THREADS >= 1 )) || export OMP_NUM_THREADS=1']
 
 
+def _compile_cache(runs: Sequence[Run]) -> List[str]:
+    """torch.compile's caches shared by the tasks (on the shared file
+    system, beside the results), unless the job's environment sets them
+    (:func:`graphgps_ext.train.compile_cache.sweep_env`)."""
+    from graphgps_ext.train.compile_cache import CACHE_ENV, cache_folder
+    if not runs:
+        return []
+    folder = shlex.quote(cache_folder(runs[0].target.out_dir))
+    return ['# torch.compile: one cache for the tasks (TORCHINDUCTOR_CACHE_DIR '
+            'set for the job wins).',
+            f'export {CACHE_ENV}=${{{CACHE_ENV}:-{folder}}}']
+
+
 def array_script(runs: Sequence[Run], python: Sequence[str], main: str,
                  opt: SlurmOptions, root: str, slurm_dir: str, script_path: str,
                  agg_path: Optional[str] = None) -> str:
@@ -361,6 +374,7 @@ def array_script(runs: Sequence[Run], python: Sequence[str], main: str,
     if opt.cpu:
         lines += ['# CPU job: no GPU requested, CUDA hidden.', 'export CUDA_VISIBLE_DEVICES=']
     lines += _omp(opt.procs_per_task)
+    lines += _compile_cache(runs)
     lines += [
         f'# Runs {k} at a time per task' + (' on its one GPU' if k > 1 else '')
         + '; every run (config, seed) as python -m graphgps_ext.sweep',

@@ -87,13 +87,17 @@ from torch import Tensor, nn
 
 from graphgps_ext import dist
 from graphgps_ext.logger import RunLogger, get_logger
+from graphgps_ext.loader.prefetch import (Prefetcher, made_batches,
+                                          prefetch_safe)
 from graphgps_ext.loader.pad import trim
 from graphgps_ext.metrics import compute_metrics, is_better
 from graphgps_ext.run_dir import RunDir
 from graphgps_ext.train import checkpoint as ckpt
 from graphgps_ext.train import speed
+from graphgps_ext.train.compile_watch import CompileWatch, variant
 from graphgps_ext.train.optim import (build_optimizer, build_scheduler,
-                                      current_lr, load_optimizer_state)
+                                      current_lr, load_optimizer_state,
+                                      plain_lrs, set_lr)
 from graphgps_ext.train.rng import rng_state, seed_everything, set_rng_state
 
 
@@ -293,12 +297,25 @@ class Trainer:
         compile_step = self.world_size == 1 and (
             fast_path.compile_step if fast_path is not None
             else speed.compile_step_wanted(cfg, static=False))
+        # Flat parameters (optim.flat_params) but under the compiled update:
+        # there the gradients the compiled backward returns become the
+        # parameters' .grad without a kernel (set_to_none), and the foreach
+        # update is fused by the compiler; flat views would add one eager
+        # accumulation kernel per parameter to every step.
         self.optimizer = build_optimizer(
             cfg, model.parameters(), dist.lr_scale(cfg, self.world_size),
-            flat=cfg.optim.flat_params and self.world_size == 1,
+            flat=(cfg.optim.flat_params and self.world_size == 1
+                  and not compile_step),
             compiled=compile_step)
         self.update = speed.Update(self.optimizer, cfg, compiled=compile_step,
                                    log=self.log)
+        # train.compile: what is compiled when (compile_watch); static: the
+        # variants of the forward pass are its capacities.
+        self.static = fast_path is not None and fast_path.capacities is not None
+        self.watch = (fast_path.watch if fast_path is not None
+                      else CompileWatch(self.log) if cfg.train.compile else None)
+        # train.prefetch: batches made ahead in a background thread.
+        self.prefetch = speed.prefetch_wanted(cfg, device.type)
         # reduce-overhead on CUDA: compiled graphs replay as CUDA graphs,
         # whose outputs live in memory the next replay overwrites.
         self.graphs_replayed = (cfg.train.compile and device.type == 'cuda'
@@ -344,7 +361,7 @@ class Trainer:
             'epoch': self.last_epoch,
             'model': self.module.state_dict(),
             'optimizer': self.optimizer.state_dict(),
-            'scheduler': (self.scheduler.state_dict()
+            'scheduler': (plain_lrs(self.scheduler.state_dict())
                           if self.scheduler is not None else None),
             'rng': rng,
             'rng_ranks': (dist.all_gather_object(rng)
@@ -439,14 +456,15 @@ class Trainer:
         if self.cfg.optim.scheduler == 'reduce_on_plateau':
             # Its reductions so far carry over to the new base lr.
             for group in groups:
-                group['lr'] = (group['lr'] * self.cfg.optim.base_lr / old_base_lr
-                               if old_base_lr else base)
+                set_lr(group, 'lr', float(group['lr']) * self.cfg.optim.base_lr
+                       / old_base_lr if old_base_lr else base)
             self.scheduler.factor = self.cfg.optim.reduce_factor
             self.scheduler.patience = self.cfg.optim.schedule_patience
-            self.scheduler._last_lr = [g['lr'] for g in groups]
+            self.scheduler._last_lr = [float(g['lr']) for g in groups]
             return
-        for group in groups:
-            group['lr'] = group['initial_lr'] = base
+        for group in groups:  # a compiled update's lr stays its tensor
+            set_lr(group, 'lr', base)
+            group['initial_lr'] = base
         self.scheduler = build_scheduler(self.cfg, self.optimizer)
         if self.scheduler is not None:
             with warnings.catch_warnings():  # stepped without optimiser steps
@@ -469,11 +487,20 @@ class Trainer:
         return self._record(epoch, done, lr, start)
 
     def _batches(self, split: str, epoch: int):
+        """The batches of ``split``, on the device: made ahead in a
+        background thread under ``train.prefetch``
+        (:class:`~graphgps_ext.loader.prefetch.Prefetcher`), else one by one
+        between the steps."""
         loader = self.loaders[split]
+        if self.prefetch and prefetch_safe(loader):
+            batches = Prefetcher(loader, self.device)
+        else:
+            batches = made_batches(loader, self.device)
         if not self.progress:
-            return loader
+            return batches
         from tqdm import tqdm
-        return tqdm(loader, desc=f'{split} epoch {epoch}', leave=False, file=sys.stderr)
+        return tqdm(batches, desc=f'{split} epoch {epoch}', leave=False,
+                    file=sys.stderr, total=len(loader))
 
     def _forward(self, net, batch):
         """``(pred, true, loss)`` of ``batch`` (loss in float32 under
@@ -518,7 +545,6 @@ class Trainer:
         done = PassStats()
         with torch.enable_grad():
             for i, batch in enumerate(self._batches(split, epoch)):
-                batch = batch.to(self.device, non_blocking=True)
                 self.train_batch(i, batch, done, split, epoch)
         if done.finish().bad is not None:
             # No checkpoint is written: last.pt keeps the last good state.
@@ -539,20 +565,32 @@ class Trainer:
         # A static-shape batch counts its real nodes only.
         single = self.needs_two_nodes and getattr(
             batch, 'real_nodes', batch.num_nodes) < 2
-        with batchnorm_eval(self.module) if single else nullcontext():
-            pred, true, loss = self._forward(self.train_net, batch)
-        if self.world_size > 1 or single:
-            # Read now (the rare single-node batch is checked, then skipped;
-            # data parallel: the processes agree before the step).
-            stop, skip = self._agree(done.non_finite(i, loss), single)
-            if stop:  # before the step: last.pt keeps the last good state
-                self._raise_non_finite(split, epoch, done.bad)
-            if skip:
-                done.skipped += 1
-                return
-        self._step(loss)
+        with self._watched(batch, 'train-bn-eval' if single else 'train'):
+            with batchnorm_eval(self.module) if single else nullcontext():
+                pred, true, loss = self._forward(self.train_net, batch)
+            if self.world_size > 1 or single:
+                # Read now (the rare single-node batch is checked, then
+                # skipped; data parallel: the processes agree before the
+                # step).
+                stop, skip = self._agree(done.non_finite(i, loss), single)
+                if stop:  # before the step: last.pt keeps the last good state
+                    self._raise_non_finite(split, epoch, done.bad)
+                if skip:
+                    done.skipped += 1
+                    return
+            self._step(loss)
         pred, true, loss = self._kept(pred, true, loss, batch)
         done.add(i, loss, pred, true, batch, self.metric_inputs)
+
+    def _watched(self, batch, mode: str):
+        """The compile watch (``train.compile``) around one call of the
+        compiled code: its variant is the mode and, on static shapes, the
+        batch's capacity; a training step's first call of the update is
+        its warm-up too."""
+        if self.watch is None:
+            return nullcontext()
+        key = variant(mode, batch, self.static)
+        return self.watch.call(key, ('update', ) if mode != 'eval' else None)
 
     def _agree(self, bad: bool, single: bool):
         """``(stop, skip)``: whether any process had a non-finite loss, or a
@@ -578,9 +616,9 @@ class Trainer:
         done = PassStats()
         with torch.inference_mode():
             for i, batch in enumerate(self._batches(split, epoch)):
-                batch = batch.to(self.device, non_blocking=True)
-                pred, true, loss = self._kept(
-                    *self._forward(self.eval_net, batch), batch)
+                with self._watched(batch, 'eval'):
+                    out = self._forward(self.eval_net, batch)
+                pred, true, loss = self._kept(*out, batch)
                 done.add(i, loss, pred, true, batch, self.metric_inputs)
         bad = done.finish().bad is not None
         if dist.any_true(bad) if self.world_size > 1 else bad:
@@ -650,6 +688,9 @@ class Trainer:
             self.end_epoch(epoch, records)
             if self.stopped:
                 break
+        if self.watch is not None:  # what was compiled, once
+            self.log.info(self.watch.summary())
+            self.watch.close()
         return self.best
 
     def end_epoch(self, epoch: int, records: Dict[str, Dict[str, Any]]):

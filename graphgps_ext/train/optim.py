@@ -72,13 +72,54 @@ def fused_kwargs(cfg, params) -> Dict[str, bool]:
 def compiled_kwargs(cfg, params) -> Dict[str, bool]:
     """Constructor keywords of Adam/AdamW for a compiled update
     (``train.compile_step``): the ``foreach`` implementation, which
-    :func:`torch.compile` turns into a few fused kernels, and on CUDA
-    ``capturable=True`` (step counters on the device: the step reads
-    nothing back, so it can be replayed as a CUDA graph)."""
+    :func:`torch.compile` turns into a few fused kernels, and
+    ``capturable=True`` (step counters on the parameters' device: the step
+    reads nothing back, so it can be replayed as a CUDA graph; and the
+    learning rate can be a tensor, :func:`lr_tensor`)."""
     if cfg.optim.optimizer not in ('adam', 'adamW'):
         return {}
-    cuda = all(p.device.type == 'cuda' for p in _tensors(params))
-    return {'foreach': True, 'capturable': cuda}
+    return {'foreach': True, 'capturable': True}
+
+
+def lr_tensor(lr: float, params) -> torch.Tensor:
+    """The learning rate of a compiled update: a 0-dim tensor on the
+    parameters' device, in their dtype. A Python float would be a constant
+    of the compiled optimiser step, guarded on its value: every new value
+    of the schedule would compile the step again (and past dynamo's
+    recompile limit run it eagerly). The schedulers and
+    :func:`set_lr` change the tensor in place."""
+    first = next(iter(_tensors(params)), None)
+    dtype = (first.dtype if first is not None and first.is_floating_point()
+             else torch.float32)
+    return torch.tensor(float(lr), dtype=dtype,
+                        device=first.device if first is not None else None)
+
+
+def set_lr(group: Dict[str, Any], key: str, value: float):
+    """``group[key] = value``, in place when ``group[key]`` is a tensor
+    (:func:`lr_tensor`): the compiled update keeps reading the same
+    tensor."""
+    old = group.get(key)
+    if isinstance(old, torch.Tensor):
+        old.fill_(float(value))
+    else:
+        group[key] = value
+
+
+def plain_lrs(state: Dict[str, Any]) -> Dict[str, Any]:
+    """An optimiser's or scheduler's ``state_dict`` with learning rates as
+    Python floats (a tensor learning rate, :func:`lr_tensor`, is saved as
+    its value): checkpoints are the same whether the update was compiled,
+    and load into either kind of run. The step counters stay tensors."""
+    for group in state.get('param_groups', ()):
+        for key in ('lr', 'initial_lr'):
+            if isinstance(group.get(key), torch.Tensor):
+                group[key] = float(group[key])
+    for key in ('base_lrs', '_last_lr'):
+        if isinstance(state.get(key), list):
+            state[key] = [float(v) if isinstance(v, torch.Tensor) else v
+                          for v in state[key]]
+    return state
 
 
 def build_optimizer(cfg, params, lr_scale: float = 1.0,
@@ -95,7 +136,10 @@ def build_optimizer(cfg, params, lr_scale: float = 1.0,
     :func:`stepped_params` then.
 
     ``compiled``: the update is compiled (``train.compile_step``): Adam and
-    AdamW take :func:`compiled_kwargs` instead of ``optim.fused``."""
+    AdamW take :func:`compiled_kwargs` instead of ``optim.fused``, and the
+    learning rate is a tensor (:func:`lr_tensor`): a schedule changes it
+    without a recompilation. ``state_dict()`` still writes it as a float
+    (:func:`plain_lrs`)."""
     name = cfg.optim.optimizer
     lr, wd = cfg.optim.base_lr * lr_scale, cfg.optim.weight_decay
     # Groups' parameter iterators are read more than once below.
@@ -105,7 +149,8 @@ def build_optimizer(cfg, params, lr_scale: float = 1.0,
                'sgd': torch.optim.SGD}
     if name not in classes:
         raise ValueError(f"unknown optim.optimizer '{name}': use adam, adamW or sgd")
-    kwargs = dict(lr=lr, weight_decay=wd)
+    kwargs = dict(lr=lr_tensor(lr, params) if compiled else lr,
+                  weight_decay=wd)
     if name == 'sgd':
         kwargs['momentum'] = cfg.optim.momentum
     else:
@@ -113,8 +158,13 @@ def build_optimizer(cfg, params, lr_scale: float = 1.0,
                       else fused_kwargs(cfg, params))
     flat = cfg.optim.flat_params if flat is None else flat
     if flat and all(isinstance(p, torch.Tensor) for p in params):
-        return flat_optimizer(classes[name], params, **kwargs)
-    return classes[name](params, **kwargs)
+        optimizer = flat_optimizer(classes[name], params, **kwargs)
+    else:
+        optimizer = classes[name](params, **kwargs)
+    if compiled:
+        optimizer.register_state_dict_post_hook(
+            lambda opt, state: plain_lrs(state))
+    return optimizer
 
 
 def stepped_params(optimizer: torch.optim.Optimizer) -> List[torch.Tensor]:
@@ -128,13 +178,21 @@ def load_optimizer_state(optimizer: torch.optim.Optimizer, state: Dict[str, Any]
     implementation switches (``fused``/``foreach``: ``optim.fused`` may
     differ between a run and its resume; the update is the same). The step
     counters move where that implementation keeps them (the parameter's
-    device when fused or capturable, the CPU otherwise)."""
+    device when fused or capturable, the CPU otherwise). The learning rate
+    keeps ``optimizer``'s kind: a tensor (:func:`lr_tensor`, the same
+    tensor, filled with the saved value) or a float."""
+    lrs = [group['lr'] for group in optimizer.param_groups]
     optimizer.load_state_dict(state)
     keys = [k for k in ('fused', 'foreach', 'capturable')
             if k in optimizer.defaults]
-    for group in optimizer.param_groups:
+    for group, lr in zip(optimizer.param_groups, lrs):
         for k in keys:
             group[k] = optimizer.defaults[k]
+        if isinstance(lr, torch.Tensor):  # the compiled update's tensor
+            lr.fill_(float(group['lr']))
+            group['lr'] = lr
+        elif isinstance(group['lr'], torch.Tensor):
+            group['lr'] = float(group['lr'])
         fused = bool(group.get('fused')) or bool(group.get('capturable'))
         for p in group['params']:
             step = optimizer.state.get(p, {}).get('step')

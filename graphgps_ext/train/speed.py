@@ -5,10 +5,12 @@ choice of the fast path (static shapes + compile) with its one-batch check
 against the eager path.
 """
 import contextlib
+import inspect
 import math
+import os
 import warnings
 from dataclasses import dataclass
-from typing import Any, Optional
+from typing import Any, Optional, Sequence
 
 import torch
 from torch import nn
@@ -97,6 +99,7 @@ class Update:
             return self.compiled(max_norm)
         except Exception as e:  # compilation or CUDA graph capture
             self.compiled = None
+            eager_update_settings(self.optimizer)
             self.reason = (f'the compiled optimiser update failed '
                            f'({type(e).__name__}: {e})')
             message = f'compiled update off, updating eagerly: {self.reason}'
@@ -107,9 +110,28 @@ class Update:
             return self._update(max_norm)
 
 
+def eager_update_settings(optimizer):
+    """Make an optimiser built for the compiled update step eagerly: the
+    learning rate a float again and, on devices where PyTorch's eager
+    optimisers cannot be ``capturable`` (the CPU), ``capturable`` off
+    (the step counters are read from wherever they are)."""
+    for group in optimizer.param_groups:
+        if isinstance(group.get('lr'), torch.Tensor):
+            group['lr'] = float(group['lr'])
+        if group.get('capturable') and any(
+                p.device.type not in ('cuda', 'xpu', 'hpu')
+                for p in group['params']):
+            group['capturable'] = False
+
+
 # ------------------------------------------------------------ fast path --
 def _auto(value, device_type: str) -> bool:
     return device_type == 'cuda' if value == 'auto' else bool(value)
+
+
+def prefetch_wanted(cfg, device_type: str) -> bool:
+    """``train.prefetch`` resolved: ``auto`` is on for CUDA only."""
+    return _auto(cfg.train.prefetch, device_type)
 
 
 def static_shapes_wanted(cfg, device_type: str) -> bool:
@@ -137,7 +159,8 @@ def apply_tf32(cfg, device_type: str):
         torch.backends.cudnn.allow_tf32 = bool(cfg.train.tf32)
 
 
-def compile_model(model, cfg, static: bool = False):
+def compile_model(model, cfg, static: bool = False,
+                  recompile_limit: Optional[int] = None):
     """``torch.compile(model)`` when ``train.compile``, else ``model``.
 
     With static shapes (``static``) and a model whose shapes the capacity
@@ -147,27 +170,50 @@ def compile_model(model, cfg, static: bool = False):
     model with the link head keeps ``train.compile_dynamic``. On
     CUDA, ``train.compile_mode reduce-overhead`` replays each compiled
     graph as a CUDA graph (inductor keeps dropout's random numbers
-    graph-safe: a Philox seed and offset per replay)."""
+    graph-safe: a Philox seed and offset per replay). ``recompile_limit``:
+    dynamo's limit of variants per compiled function
+    (:func:`~graphgps_ext.train.compile_watch.recompile_limit`; ``None``:
+    dynamo's default)."""
     if not cfg.train.compile:
         return model
     if static and capacity_static(model):
         dynamic = False
     else:
         dynamic = cfg.train.compile_dynamic
-    return _compile(model, cfg, dynamic=dynamic)
+    return _compile(model, cfg, dynamic=dynamic,
+                    recompile_limit=recompile_limit)
 
 
-#: The :func:`torch.compile` backend of ``train.compile`` (inductor; the
-#: CPU tests use ``aot_eager``: dynamo and AOT autograd without code
-#: generation).
-BACKEND = 'inductor'
+#: The :func:`torch.compile` backend of ``train.compile``: inductor, unless
+#: the environment variable ``GRAPHGPS_EXT_COMPILE_BACKEND`` names another
+#: (``aot_eager``: dynamo and AOT autograd without code generation, what
+#: the CPU tests and the CPU rehearsal of ``run/gpu_check.sh`` use).
+BACKEND = os.environ.get('GRAPHGPS_EXT_COMPILE_BACKEND') or 'inductor'
 
 
-def _compile(fn, cfg, dynamic):
+def _compile(fn, cfg, dynamic, recompile_limit: Optional[int] = None):
+    """:func:`torch.compile` of ``fn`` with its own variants
+    (``isolate_recompiles``: the compiled code of another model or
+    optimiser in this process, of the same Python functions, neither
+    serves it nor counts against its ``recompile_limit``). A torch whose
+    :func:`torch.compile` takes neither keyword gets the limit as dynamo's
+    global one (raised, never lowered)."""
     mode = cfg.train.compile_mode
+    kwargs = {'dynamic': dynamic}
+    takes = inspect.signature(torch.compile).parameters
+    if 'isolate_recompiles' in takes:
+        kwargs['isolate_recompiles'] = True
+    if recompile_limit is not None:
+        if 'recompile_limit' in takes:
+            kwargs['recompile_limit'] = recompile_limit
+        else:
+            config = torch._dynamo.config
+            name = ('recompile_limit' if hasattr(config, 'recompile_limit')
+                    else 'cache_size_limit')
+            setattr(config, name, max(getattr(config, name), recompile_limit))
     if BACKEND != 'inductor':  # other backends take no inductor mode
-        return torch.compile(fn, backend=BACKEND, dynamic=dynamic)
-    return torch.compile(fn, mode=mode, dynamic=dynamic)
+        return torch.compile(fn, backend=BACKEND, **kwargs)
+    return torch.compile(fn, mode=mode, **kwargs)
 
 
 def capacity_static(model) -> bool:
@@ -235,7 +281,8 @@ class ForwardLoss(nn.Module):
                                         mask=row_mask(batch, self.rows))
 
 
-def static_net(model, loss_fn, cfg, device_type: str):
+def static_net(model, loss_fn, cfg, device_type: str,
+               recompile_limit: Optional[int] = None):
     """``(net, loss_inside)``: the module a static-shape run's forward
     passes go through. With a loss that takes the row mask
     (:func:`~graphgps_ext.train.loss.takes_mask`) it is
@@ -245,7 +292,8 @@ def static_net(model, loss_fn, cfg, device_type: str):
     inside = takes_mask(loss_fn)
     net = (ForwardLoss(model, loss_fn, cfg.train.amp != 'none', device_type)
            if inside else model)
-    return compile_model(net, cfg, static=True), inside
+    return compile_model(net, cfg, static=True,
+                         recompile_limit=recompile_limit), inside
 
 
 @dataclass
@@ -261,12 +309,17 @@ class FastPath:
             compiled too (``train.compile_step``, :class:`Update`).
         loss_inside: ``net`` is a :class:`ForwardLoss`: it returns
             ``(pred, true, loss)`` with the loss on the padded output.
+        watch: the run's
+            :class:`~graphgps_ext.train.compile_watch.CompileWatch` under
+            ``train.compile`` (the check's compilations are its first
+            variants).
     """
     capacities: Optional[Any]
     net: Any
     reason: Optional[str] = None
     compile_step: bool = False
     loss_inside: bool = False
+    watch: Optional[Any] = None
 
 
 #: Relative tolerance of the self-check's loss (float32; bf16 autocast).
@@ -282,35 +335,74 @@ def _loss(net, batch, loss_fn, rows, cfg, device_type, loss_inside=False):
     return loss_fn(pred, true)
 
 
+def _graphs_replayed(cfg, device_type: str) -> bool:
+    """Whether compiled graphs replay as CUDA graphs (``train.compile_mode
+    reduce-overhead`` on CUDA)."""
+    return (bool(cfg.train.compile) and device_type == 'cuda'
+            and cfg.train.compile_mode == 'reduce-overhead')
+
+
+#: Calls of each compiled function in the check when its graphs replay as
+#: CUDA graphs: CUDA graph trees run a function's first call as a warm-up,
+#: record it on a later one and replay it from then on.
+REPLAY_CALLS = 3
+
+
 def self_check(module, net, plain, padded, loss_fn, cfg,
-               device_type: str, loss_inside: bool = False) -> Optional[str]:
+               device_type: str, loss_inside: bool = False,
+               watch=None, static: bool = True,
+               train_batch=None) -> Optional[str]:
     """Compare the fast path with the eager path on one batch: ``None`` when
     they agree, else why not.
 
     In evaluation mode the loss of ``net`` on the padded batch must equal
     the eager ``module``'s on the unpadded one (relative tolerance
-    :data:`CHECK_RTOL`); then one training-mode forward and backward pass of
-    ``net`` (the compilation or capture of the training step) must give a
-    finite loss. ``loss_inside``: ``net`` is a :class:`ForwardLoss` (its
-    loss, computed inside the compiled forward pass on the padded output,
-    is the one compared). Parameters, buffers, gradients, the mode and the
-    random number generators are restored afterwards."""
+    :data:`CHECK_RTOL`); then training-mode forward and backward passes of
+    ``net`` on ``train_batch`` (default ``padded``; the compilation of the
+    training step) must give a finite loss. When compiled graphs replay as
+    CUDA graphs, each mode runs
+    :data:`REPLAY_CALLS` times (warm-up, recording, replay; the replayed
+    loss is the one compared), so that a failed capture is caught here.
+    ``loss_inside``: ``net`` is a :class:`ForwardLoss` (its loss, computed
+    inside the compiled forward pass on the padded output, is the one
+    compared). ``watch`` (a
+    :class:`~graphgps_ext.train.compile_watch.CompileWatch`) is told the
+    variants (``static``: keyed by capacity). Parameters, buffers,
+    gradients, the mode and the random number generators are restored
+    afterwards."""
+    from graphgps_ext.train.compile_watch import variant
     rows = getattr(getattr(module, 'head', None), 'output_rows', None)
     state = {k: v.detach().clone() for k, v in module.state_dict().items()}
     was_training = module.training
     devices = [torch.cuda.current_device()] if device_type == 'cuda' else []
+    replayed = _graphs_replayed(cfg, device_type)
+    calls = REPLAY_CALLS if replayed else 1
+
+    def run(mode: str):
+        batch = padded if mode == 'eval' or train_batch is None else train_batch
+        if replayed:
+            torch.compiler.cudagraph_mark_step_begin()
+        watched = (watch.call(variant(mode, batch, static))
+                   if watch is not None else contextlib.nullcontext())
+        with watched:
+            loss = _loss(net, batch, loss_fn, rows, cfg, device_type,
+                         loss_inside)
+            if mode == 'train':
+                for p in module.parameters():
+                    p.grad = None
+                loss.backward()
+        return float(loss.detach())
+
     try:
         with torch.random.fork_rng(devices=devices):
             module.eval()
             with torch.inference_mode():
                 ref = float(_loss(module, plain, loss_fn, rows, cfg, device_type))
-                got = float(_loss(net, padded, loss_fn, rows, cfg, device_type,
-                                  loss_inside))
+                for _ in range(calls):
+                    got = run('eval')
             module.train()
-            loss = _loss(net, padded, loss_fn, rows, cfg, device_type,
-                         loss_inside)
-            loss.backward()
-            trained = float(loss.detach())
+            for _ in range(calls):
+                trained = run('train')
     except Exception as e:  # compilation, capture or kernel failure
         return f'the fast path failed on one batch ({type(e).__name__}: {e})'
     finally:
@@ -328,20 +420,48 @@ def self_check(module, net, plain, padded, loss_fn, cfg,
     return None
 
 
+def check_batches(dataset, cfg, capacities):
+    """``(plain, padded)``: the first ``train.batch_size`` graphs of
+    ``dataset`` as the run's loader batches them
+    (:func:`~graphgps_ext.loader.dataloader.graph_loader`, its collate
+    function and padding), unpadded and padded to ``capacities``
+    (``None``: unpadded too). On the CPU; the loader's own batch carries
+    every attribute the compiled code is guarded on, so the check's
+    variants are ones training reuses."""
+    from graphgps_ext.loader.dataloader import graph_loader
+    n = min(int(cfg.train.batch_size), len(dataset))
+    fast = bool(cfg.train.fast_collate)
+    plain = next(iter(graph_loader(dataset, fast, batch_size=n)))
+    padded = next(iter(graph_loader(dataset, fast, capacities=capacities,
+                                    batch_size=n)))
+    return plain, padded
+
+
 def choose_fast_path(cfg, model, train_dataset, device, loss_fn,
-                     world_size: int = 1, log=None) -> FastPath:
+                     world_size: int = 1, log=None,
+                     eval_datasets: Sequence = (),
+                     capacities=None) -> FastPath:
     """Decide how batches are shaped and forward passes run.
 
     Static shapes as ``train.static_shapes`` resolves on ``device`` (and
     the model supports, else unpadded with a note; ``True`` on a model that
     cannot raises :class:`~graphgps_ext.config.ConfigError`); compile as
-    ``train.compile``. With ``train.fast_path_check`` (``auto``: on CUDA)
-    and a fast path in use, :func:`self_check` runs one batch of the
-    training split; if it fails the run goes eager (unpadded, not compiled)
-    with one warning naming why."""
+    ``train.compile``, with dynamo's recompile limit set from the number
+    of capacities of the training split and of ``eval_datasets``
+    (:func:`~graphgps_ext.train.compile_watch.recompile_limit`), and a
+    :class:`~graphgps_ext.train.compile_watch.CompileWatch`. With
+    ``train.fast_path_check`` (``auto``: on CUDA) and a fast path in use,
+    :func:`self_check` runs the first batch of the first evaluation split
+    (the training split without one) in evaluation mode and the first
+    training batch in training mode, made by the loader's own collate
+    function and padding (:func:`check_batches`); if it fails the run goes
+    eager (unpadded, not compiled) with one warning naming why.
+    ``capacities``: the capacity buckets of static shapes (default: from
+    ``train_dataset``, :meth:`~graphgps_ext.loader.pad.Capacities.from_dataset`)."""
     from graphgps_ext import dist
     from graphgps_ext.config import ConfigError, sizes
-    from graphgps_ext.loader.pad import Capacities, pad_batch
+    from graphgps_ext.loader.pad import Capacities, used_capacities
+    from graphgps_ext.train.compile_watch import CompileWatch, recompile_limit
     device_type = torch.device(device).type
     apply_tf32(cfg, device_type)
     module = dist.unwrap(model)
@@ -353,36 +473,47 @@ def choose_fast_path(cfg, model, train_dataset, device, loss_fn,
                 raise ConfigError(f'train.static_shapes True: {why}; set '
                                   "train.static_shapes 'auto' or False")
             static = False
-    capacities = None
+    given, capacities, limit = capacities, None, None
+    batch_size = int(cfg.train.batch_size)
     if static:
-        capacities = Capacities.from_dataset(train_dataset,
-                                             int(cfg.train.batch_size))
+        capacities = (given if given is not None else
+                      Capacities.from_dataset(train_dataset, batch_size))
         top = capacities.buckets[-1]
         sizes.check([sizes.static_batch_need(top.nodes, top.graphs,
                                              top.graph_nodes, cfg)], str(device))
+        evals = set()
+        for data in eval_datasets:
+            evals |= used_capacities(capacities, data, batch_size)
+        limit = recompile_limit(len(capacities.buckets), len(evals))
         if log is not None:
             log.info('static shapes: batches padded to nodes/edges/graphs '
                      + ', '.join(f'{c.nodes}/{c.edges}/{c.graphs}'
                                  for c in capacities.buckets)
                      + '; dense attention layout [graphs, '
-                     f'{capacities.buckets[-1].graph_nodes}]')
+                     f'{capacities.buckets[-1].graph_nodes}]'
+                     + (f'; {len(evals)} evaluation capacities'
+                        if eval_datasets else ''))
     if static:  # the loss inside the (compiled) forward pass
-        net, inside = static_net(model, loss_fn, cfg, device_type)
+        net, inside = static_net(model, loss_fn, cfg, device_type, limit)
     else:
         net, inside = compile_model(model, cfg), False
     step = compile_step_wanted(cfg, static) and world_size == 1
+    watch = CompileWatch(log) if cfg.train.compile else None
     fast = static or bool(cfg.train.compile)
     if not (fast and _auto(cfg.train.fast_path_check, device_type)):
-        return FastPath(capacities, net, compile_step=step, loss_inside=inside)
-    from torch_geometric.data import Batch
-    n = min(int(cfg.train.batch_size), len(train_dataset))
-    graphs = [train_dataset[i] for i in range(n)]
-    plain = Batch.from_data_list(graphs).to(device)
-    padded = Batch.from_data_list(graphs)
-    if capacities is not None:
-        padded = pad_batch(padded, capacities)
-    reason = self_check(module, net, plain, padded.to(device), loss_fn, cfg,
-                        device_type, inside)
+        return FastPath(capacities, net, compile_step=step, loss_inside=inside,
+                        watch=watch)
+    # Evaluation mode on the first batch of the first evaluation split,
+    # training mode on the first training batch: both variants are ones
+    # the run uses.
+    plain, padded = check_batches(
+        next((d for d in eval_datasets if len(d)), train_dataset), cfg,
+        capacities)
+    _, train_batch = check_batches(train_dataset, cfg, capacities)
+    reason = self_check(module, net, plain.to(device), padded.to(device),
+                        loss_fn, cfg, device_type, inside, watch=watch,
+                        static=capacities is not None,
+                        train_batch=train_batch.to(device))
     if reason is None:
         if log is not None:
             log.info('fast path checked on one batch: '
@@ -390,9 +521,15 @@ def choose_fast_path(cfg, model, train_dataset, device, loss_fn,
                                                  ('compile', cfg.train.compile),
                                                  ('loss in the forward pass',
                                                   inside),
-                                                 ('compiled update', step))
+                                                 ('compiled update', step),
+                                                 ('CUDA graphs replayed',
+                                                  _graphs_replayed(
+                                                      cfg, device_type)))
                                  if on))
-        return FastPath(capacities, net, compile_step=step, loss_inside=inside)
+        return FastPath(capacities, net, compile_step=step, loss_inside=inside,
+                        watch=watch)
+    if watch is not None:
+        watch.close()
     message = f'fast path off, training eagerly: {reason}'
     if log is not None:
         log.warning(message)

@@ -64,3 +64,32 @@ def test_gradients_reach_every_parameter():
     torch.nn.functional.cross_entropy(pred, true).backward()
     for name, p in head.named_parameters():
         assert p.grad is not None and p.grad.abs().sum() > 0, name
+
+
+def test_padded_and_compiled_without_a_graph_break():
+    """On a static-shape batch the root head reads no data-dependent shape:
+    compiled whole (``fullgraph``, ``aot_eager``) it gives the eager head's
+    rows for the real graphs and zeros for the padding graphs, for batches
+    of other sizes in one capacity without a recompilation."""
+    from graphgps_ext.loader.pad import Capacities, pad_batch
+    head = RootNodeHead(8, 4, num_layers=2).double().eval()
+    graphs = [_tree(n, (3 * n) % n, n % 4, n) for n in (3, 4, 5, 6, 7, 5)]
+    for g in graphs:
+        g.x = g.x.double()
+    caps = Capacities([max(Capacities.from_sizes(
+        [g.num_nodes for g in graphs], [g.num_edges for g in graphs],
+        batch_size=3).buckets)])
+    torch._dynamo.reset()
+    compiled = torch.compile(lambda x, b, ctx: head(x, b, ctx),
+                             backend='aot_eager', fullgraph=True, dynamic=False)
+    for part in (graphs[:3], graphs[3:5]):
+        ref, _ = _run(head, part)
+        batch = pad_batch(Batch.from_data_list(part), caps)
+        pred, true = compiled(batch.x, batch, GraphContext.from_batch(batch))
+        n = len(part)
+        torch.testing.assert_close(pred[:n], ref)
+        assert pred.shape[0] == batch.num_graphs and not pred[n:].any()
+    bad = pad_batch(Batch.from_data_list(graphs[:3]), caps)
+    bad.root_mask[1] = True  # a second root in the first graph
+    with pytest.raises(RuntimeError, match='exactly one node per graph'):
+        compiled(bad.x, bad, GraphContext.from_batch(bad))

@@ -241,3 +241,22 @@ def test_partition_sizes_with_many_distinct_sizes(monkeypatch):
     cost = sum((hi - lo) * sizes[lo].item() ** 2
                for lo, hi in zip(bounds[:-1], bounds[1:]))
     assert cost < 0.6 * 100 * 100 ** 2
+
+
+def test_block_table_goes_to_a_gpu_without_a_host_wait(monkeypatch):
+    """The block table of the unpadded attention is built on the host and
+    copied from pinned memory with ``non_blocking`` (a tensor made from
+    Python lists straight on a GPU is a blocking copy, a host
+    synchronisation per batch)."""
+    from graphgps_ext.layer import fused_attention
+    calls = []
+    monkeypatch.setattr(torch.Tensor, 'pin_memory',
+                        lambda self: calls.append('pin') or self)
+    real_to = torch.Tensor.to
+
+    def to(self, *args, **kwargs):
+        calls.append(('to', str(args[0]), kwargs.get('non_blocking')))
+        return real_to(self, 'cpu')
+    monkeypatch.setattr(torch.Tensor, 'to', to)
+    out = fused_attention._to_device(torch.arange(3), torch.device('cuda'))
+    assert calls == ['pin', ('to', 'cuda', True)] and out.tolist() == [0, 1, 2]

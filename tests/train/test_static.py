@@ -115,7 +115,7 @@ def test_failed_check_falls_back_to_eager_with_one_warning(
         molecule_run, tmp_path, monkeypatch):
     calls = []
 
-    def broken_compile(model, cfg, static=False):
+    def broken_compile(model, cfg, static=False, **kwargs):
         def net(batch):  # a capture that fails, as a CUDA graph can
             calls.append(static)
             raise RuntimeError('CUDA graph capture failed (simulated)')
@@ -136,7 +136,7 @@ def test_failed_check_falls_back_to_eager_with_one_warning(
 
 def test_check_catches_a_fast_path_with_another_loss(molecule_run, tmp_path,
                                                      monkeypatch):
-    def wrong(model, cfg, static=False):
+    def wrong(model, cfg, static=False, **kwargs):
         # the static path's net computes the loss inside (ForwardLoss)
         assert isinstance(model, speed.ForwardLoss)
 
@@ -154,7 +154,7 @@ def test_check_catches_a_fast_path_with_another_loss(molecule_run, tmp_path,
 
 def test_failed_check_trains_eagerly(molecule_run, tmp_path, monkeypatch):
     """A run whose fast path fails the check trains as the eager run does."""
-    def broken_compile(model, cfg, static=False):
+    def broken_compile(model, cfg, static=False, **kwargs):
         def net(batch):
             raise RuntimeError('capture failed (simulated)')
         return net
@@ -173,12 +173,14 @@ def test_failed_check_trains_eagerly(molecule_run, tmp_path, monkeypatch):
 
 
 #: Layer types of the compile test: message passing with GEANet, and the
-#: dense attention branches (Transformer; CSA with its pair encoder; MNA).
+#: dense attention branches (Transformer; CSA with its pair encoder; MNA),
+#: and GCN (its normalised adjacency).
 GEA = ['gea.n_heads', '2', 'gea.num_slots', '4', 'gea.edge_norm', 'batch']
 HEADS = ['gt.n_heads', '2']
 COMPILED = {'GINE+None+GEANet': GEA,
             'GatedGCN+Transformer+GEANet': GEA + HEADS,
-            'None+CSA+None': HEADS, 'None+MNA+None': HEADS}
+            'None+CSA+None': HEADS, 'None+MNA+None': HEADS,
+            'GCN+None+None': []}
 
 
 INDUCTOR = pytest.mark.skipif(
@@ -318,9 +320,11 @@ def test_compiled_whole_step_trains_as_the_eager_step(monkeypatch):
     learning rate changes)."""
     from torch._dynamo.utils import counters
     monkeypatch.setattr(speed, 'BACKEND', 'aot_eager')
-    # the reference: the eager step, the padding rows cut before the loss
-    ref_losses, ref_params, eager, _ = _step_run([], compiled=False,
-                                                 inside=False)
+    # the reference: the eager step, the padding rows cut before the loss,
+    # on per-parameter tensors as the compiled update has them (flat
+    # parameters would also decay the parameters without a gradient)
+    ref_losses, ref_params, eager, _ = _step_run(
+        ['optim.flat_params', 'False'], compiled=False, inside=False)
     assert eager.update.compiled is None
     torch._dynamo.reset()
     counters.clear()
@@ -362,9 +366,10 @@ def test_failed_compiled_update_falls_back_to_eager_with_one_warning(
 
     from graphgps_ext.logger import LOGGER_NAME
     monkeypatch.setattr(speed, 'BACKEND', 'aot_eager')
-    ref_losses, ref_params, _, _ = _step_run([], compiled=False)
+    ref_losses, ref_params, _, _ = _step_run(['optim.flat_params', 'False'],
+                                             compiled=False)
 
-    def broken(fn, cfg, dynamic):
+    def broken(fn, cfg, dynamic, **kwargs):
         def capture(*args):  # a capture that fails, as a CUDA graph can
             raise RuntimeError('CUDA graph capture failed')
         if getattr(fn, '__name__', None) == '_update':
@@ -568,3 +573,84 @@ def test_check_runs_the_compiled_forward_and_loss(molecule_run, tmp_path,
     messages = [r.getMessage() for r in records]
     assert any('fast path checked on one batch' in m
                and 'loss in the forward pass' in m for m in messages), messages
+
+
+def _backward_accumulations(trainer, batch) -> int:
+    """In-place additions dispatched by one backward pass of ``trainer``'s
+    training step (autograd accumulating into existing ``.grad`` tensors:
+    one kernel per parameter tensor; the compiled backward's own graph is
+    functional)."""
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    class Count(TorchDispatchMode):
+        adds = 0
+
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            if func.overloadpacket in (torch.ops.aten.add_, ):
+                Count.adds += 1
+            return func(*args, **(kwargs or {}))
+
+    loss = trainer._forward(trainer.train_net, batch)[2]
+    trainer.optimizer.zero_grad(set_to_none=True)
+    with Count():
+        loss.backward()
+    return Count.adds
+
+
+def test_compiled_update_takes_the_gradients_without_a_kernel(monkeypatch):
+    """Under the compiled update the optimiser keeps per-parameter tensors:
+    the gradients of the compiled backward become the parameters' ``.grad``
+    as they are; flat parameters (the eager update's) add one accumulation
+    kernel per parameter tensor outside the compiled graphs."""
+    from torch_geometric.data import Batch
+
+    from graphgps_ext.loader.pad import pad_batch
+    monkeypatch.setattr(speed, 'BACKEND', 'aot_eager')
+    torch._dynamo.reset()
+    graphs = [molecule(5 + (7 * i) % 13, i) for i in range(24)]
+    for g in graphs:
+        g.y = g.y.double()
+    adds, with_grad = {}, None
+    caps = Capacities.from_sizes([g.num_nodes for g in graphs],
+                                 [g.num_edges for g in graphs], 4)
+    batch = pad_batch(Batch.from_data_list(graphs[2:6]), caps)
+    for compiled in (True, False):
+        _, _, trainer, _ = _step_run([], compiled=compiled, steps=1)
+        stepped = trainer.optimizer.param_groups[0]['params']
+        params = [p for p in trainer.model.parameters() if p.requires_grad]
+        assert (len(stepped) == len(params)) is compiled  # else one flat buffer
+        with torch.enable_grad():
+            adds[compiled] = _backward_accumulations(trainer, batch)
+        if compiled:
+            with_grad = sum(p.grad is not None for p in params)
+    assert adds[True] == 0
+    assert adds[False] == with_grad > 0  # one per parameter with a gradient
+
+
+def test_check_records_cuda_graphs_before_training(molecule_run, tmp_path,
+                                                   monkeypatch):
+    """When compiled graphs replay as CUDA graphs, the check calls each
+    mode three times (CUDA graph trees run a function's first call as a
+    warm-up and record a later one), so that a capture that fails on its
+    recording falls back to eager with one warning here, not in training."""
+    calls, marks = [], []
+    monkeypatch.setattr(speed, '_graphs_replayed', lambda cfg, device: True)
+    monkeypatch.setattr(torch.compiler, 'cudagraph_mark_step_begin',
+                        lambda: marks.append(1))
+
+    def recording_fails(net, cfg, static=False, **kwargs):
+        def run(batch):  # ``net`` is the ForwardLoss of the model
+            calls.append('train' if net.model.training else 'eval')
+            if calls.count('train') == 2:
+                raise RuntimeError('CUDA graph capture failed (simulated, '
+                                   'on recording)')
+            return net(batch)
+        return run
+
+    monkeypatch.setattr(speed, 'compile_model', recording_fails)
+    with pytest.warns(RuntimeWarning) as record:
+        _, fast = _fast_path(molecule_run, tmp_path, 'train.fast_path_check',
+                             'True')
+    assert calls == ['eval'] * 3 + ['train'] * 2 and len(marks) == 5
+    assert len(record) == 1 and 'on recording' in fast.reason
+    assert fast.capacities is None  # the eager path
