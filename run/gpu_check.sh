@@ -23,7 +23,8 @@
 #   DATA: a dataset.dir holding ZINC/ (the offline layout, docs/datasets.md);
 #         epochs and per-gpu need it.
 #   QUICK=1 run/gpu_check.sh OUT: the paths step only (one capacity, a
-#         4-layer model: LAYERS=8 for the config's depth), within 8 minutes.
+#         4-layer model: LAYERS=8 for the config's depth), under a 450 s limit
+#         (QUICK_LIMIT), sized for 8 minutes of a GPU.
 #   REHEARSE=1 run/gpu_check.sh OUT DATA: the same steps on the CPU at tiny
 #         sizes (compiled with aot_eager), in a few minutes: run it before
 #         spending GPU time (with QUICK=1 too for the quick mode).
