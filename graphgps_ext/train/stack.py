@@ -386,6 +386,20 @@ class Member:
         return self.failed is not None or self.trainer.stopped
 
 
+def _next_batches(iters: Dict[int, Any], device) -> List[Tuple[int, Any]]:
+    """``[(k, batch)]``: the next batch of each member's iterator in
+    ``iters`` (``{k: iterator}``), on ``device``; an exhausted iterator is
+    dropped from ``iters``."""
+    out = []
+    for k in list(iters):
+        batch = next(iters[k], None)
+        if batch is None:
+            del iters[k]
+        else:
+            out.append((k, batch.to(device, non_blocking=True)))
+    return out
+
+
 class StackTrainer:
     """Trains the seeds' :class:`~graphgps_ext.train.loop.Trainer` objects
     as one stacked model (see the module docstring).
@@ -455,12 +469,7 @@ class StackTrainer:
         with torch.enable_grad():
             while iters:
                 ready, batches = [], []
-                for k in list(iters):
-                    batch = next(iters[k], None)
-                    if batch is None:
-                        del iters[k]
-                        continue
-                    batch = batch.to(self.device, non_blocking=True)
+                for k, batch in _next_batches(iters, self.device):
                     t = self.members[k].trainer
                     if t.needs_two_nodes and int(batch.num_nodes) < 2:
                         # BatchNorm cannot train on one node: the seed's own
@@ -503,13 +512,9 @@ class StackTrainer:
             i = 0
             while iters:
                 ready, batches = [], []
-                for k in list(iters):
-                    batch = next(iters[k], None)
-                    if batch is None:
-                        del iters[k]
-                        continue
+                for k, batch in _next_batches(iters, self.device):
                     ready.append(k)
-                    batches.append(batch.to(self.device, non_blocking=True))
+                    batches.append(batch)
                 if ready:
                     data, padded = stack_batches(batches, self.capacities,
                                                  self.levels)
