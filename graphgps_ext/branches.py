@@ -28,7 +28,7 @@ import operator
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, Iterator, List, Mapping, NamedTuple, Optional, Tuple
 
-from graphgps_ext.options import WIDTH, Above, Option, OptionGroup, resolve
+from graphgps_ext.options import WIDTH, Above, Option, OptionGroup, entry_for_class, resolve
 
 #: The positions of ``gt.layer_type``, in order.
 KINDS = ('local', 'global', 'external')
@@ -296,13 +296,8 @@ CATALOGUE: List[Branch] = [
 def entry_of(cls) -> Branch:
     """The catalogue entry of a branch class (or of the nearest base class
     that has one)."""
-    by_path = {b.cls: b for b in CATALOGUE}
-    for klass in cls.__mro__:
-        entry = by_path.get(f'{klass.__module__}:{klass.__qualname__}')
-        if entry is not None:
-            return entry
-    raise KeyError(f'{cls.__qualname__} has no entry in the branch catalogue '
-                   '(graphgps_ext.branches.CATALOGUE)')
+    return entry_for_class(cls, {b.cls: b for b in CATALOGUE},
+                           'branch catalogue (graphgps_ext.branches.CATALOGUE)')
 
 
 def from_cfg(cls, cfg, dim: int):

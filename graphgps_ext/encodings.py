@@ -36,7 +36,7 @@ from functools import cached_property
 from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple
 
 from graphgps_ext import branches
-from graphgps_ext.options import WIDTH, Option, OptionGroup, resolve
+from graphgps_ext.options import WIDTH, Option, OptionGroup, entry_for_class, resolve
 
 #: The most random-walk steps of RWSE and of CSA's relative encoding.
 RWSE_MAX_STEPS = 1000
@@ -329,13 +329,8 @@ def node_encodings() -> Dict[str, Encoding]:
 def entry_of(cls) -> Encoding:
     """The catalogue entry of a node encoder class (or of the nearest base
     class that has one)."""
-    by_path = {e.encoder: e for e in ENCODINGS if e.encoder is not None}
-    for klass in cls.__mro__:
-        entry = by_path.get(f'{klass.__module__}:{klass.__qualname__}')
-        if entry is not None:
-            return entry
-    raise KeyError(f'{cls.__qualname__} has no entry in the encoding catalogue '
-                   '(graphgps_ext.encodings.ENCODINGS)')
+    return entry_for_class(cls, {e.encoder: e for e in ENCODINGS if e.encoder is not None},
+                           'encoding catalogue (graphgps_ext.encodings.ENCODINGS)')
 
 
 def from_cfg(cls, cfg, task, dim: int):

@@ -224,3 +224,14 @@ def defaults_of(cls, skip: Sequence[str] = ()) -> Dict[str, Any]:
         if name != 'self' and name not in skip and p.default is not p.empty:
             out[name] = p.default
     return out
+
+
+def entry_for_class(cls, by_path: Mapping[str, Any], catalogue: str):
+    """The entry of ``by_path`` (``{'module:Class': entry}``) of the class
+    ``cls`` or of its nearest base class that has one; ``KeyError`` naming
+    the ``catalogue`` otherwise."""
+    for klass in cls.__mro__:
+        entry = by_path.get(f'{klass.__module__}:{klass.__qualname__}')
+        if entry is not None:
+            return entry
+    raise KeyError(f'{cls.__qualname__} has no entry in the {catalogue}')
