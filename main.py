@@ -54,7 +54,7 @@ from typing import Callable, List, Optional, Sequence, Tuple, Type
 
 
 def _seed_list(text: str) -> List[int]:
-    from graphgps_ext.seeds import TooManySeeds, parse_seeds
+    from graphgps_ext.runs.seed_lists import TooManySeeds, parse_seeds
     if not text.replace(',', '').strip():
         raise argparse.ArgumentTypeError(f'no seed in {text!r}')
     try:
@@ -68,7 +68,7 @@ def _seed_list(text: str) -> List[int]:
 
 
 def _repeat(text: str) -> int:
-    from graphgps_ext.seeds import MAX_SEEDS
+    from graphgps_ext.runs.seed_lists import MAX_SEEDS
     try:
         value = int(text)
     except ValueError:
@@ -164,9 +164,9 @@ def failures() -> List[Failure]:
     wins. An empty message means the error was logged already."""
     from graphgps_ext.config import ConfigError
     from graphgps_ext.loader.errors import DataError
-    from graphgps_ext.run import StartRefused
+    from graphgps_ext.runs.seed import StartRefused
     from graphgps_ext.files import ResultsWriteError
-    from graphgps_ext.run_dir import UnsafePath
+    from graphgps_ext.results.tree import UnsafePath
     from graphgps_ext.train.checkpoint import CheckpointError
     from graphgps_ext.train.loop import NonFiniteLossError
     return [
@@ -205,8 +205,9 @@ def main(argv: Optional[List[str]] = None) -> int:
         return dry_run(args.cfg_file, args.opts, args.seeds, args.repeat)
     from graphgps_ext import dist
     from graphgps_ext.config import check_overrides
-    from graphgps_ext.run_config import load_cfg, seed_list
-    from graphgps_ext.run import resume_command, run_seed
+    from graphgps_ext.runs.config import load_cfg
+    from graphgps_ext.runs.seed import resume_command, run_seed
+    from graphgps_ext.runs.seed_lists import seed_list
 
     previous = signal.signal(signal.SIGTERM, _sigterm)
     table = failures()
@@ -216,12 +217,12 @@ def main(argv: Optional[List[str]] = None) -> int:
         cfg = load_cfg(args.cfg_file, args.opts)
         seeds = seed_list(cfg, args.seeds, args.repeat)
         if args.stack is not None:
-            from graphgps_ext.run_stack import check_stack_args
+            from graphgps_ext.runs.stack import check_stack_args
             check_stack_args(seeds, args.stack,
                              dist.detect(cfg.dist.launcher).world_size)
         rank = dist.init(cfg).rank  # joins the process group (torchrun / srun)
         if args.stack is not None:
-            from graphgps_ext.run_stack import run_seeds
+            from graphgps_ext.runs.stack import run_seeds
             stacked = seeds
             run_seeds(args.cfg_file, args.opts, seeds, args.stack,
                       overwrite=args.overwrite)
@@ -233,7 +234,7 @@ def main(argv: Optional[List[str]] = None) -> int:
         dist.barrier()
     except BaseException as err:  # noqa: B902 (answered or re-raised)
         if args.stack is not None and stacked:
-            from graphgps_ext.run_stack import stack_command
+            from graphgps_ext.runs.stack import stack_command
             cmd = stack_command(args.cfg_file, args.opts, stacked, args.stack)
         else:
             cmd = resume_command(args.cfg_file, args.opts, seed or 0)

@@ -14,18 +14,18 @@ printed.
 Only finished seeds (with a ``done`` marker) are aggregated unless
 ``--include-unfinished`` is given; unfinished seeds (still running,
 interrupted or crashed) and, with ``--seeds``, missing ones are reported.
-The seeds are chosen by :func:`graphgps_ext.identity.select_seeds`, the
+The seeds are chosen by :func:`graphgps_ext.results.identity.select_seeds`, the
 rule ``report`` uses too: each seed counted once (a symbolic link to a seed
 folder, hard links to its files or a copy of it are named and left out);
 seeds finished with different configs (their ``done`` markers carry
-different fingerprints, see :mod:`graphgps_ext.identity`) or on different
+different fingerprints, see :mod:`graphgps_ext.results.identity`) or on different
 data (different data fingerprints) are never averaged together: without
 ``--fingerprint`` such a folder is refused (exit 2, the differing keys or
 data named); with ``--fingerprint FP`` only the seeds of that config are
 used and the others are reported (those of one config on different data
 are still refused). The launcher passes the fingerprint of the runs it
 launched. Every seed is checked before it is averaged
-(:func:`graphgps_ext.seed_folder.check_seed`), NaN values included as
+(:func:`graphgps_ext.results.seed_folder.check_seed`), NaN values included as
 legitimate ones (a mean over seeds with a NaN is NaN).
 
 Exit codes: 0 aggregated; 2 a refusal (bad arguments, no such folder,
@@ -54,9 +54,9 @@ from typing import Dict, List, Optional
 import numpy as np
 
 from graphgps_ext.files import ResultsWriteError
-from graphgps_ext.identity import MixedRunsError, select_seeds
-from graphgps_ext.run_dir import RunDir, RunRoot, UnsafePath
-from graphgps_ext.seed_folder import SeedFolderError, check_seed, seed_folders
+from graphgps_ext.results.identity import MixedRunsError, select_seeds
+from graphgps_ext.results.seed_folder import SeedFolderError, check_seed, seed_folders
+from graphgps_ext.results.tree import RunDir, RunRoot, UnsafePath
 from graphgps_ext.task import SPLITS
 
 _DONE = repr(RunDir.DONE)  # as messages quote it
@@ -82,7 +82,7 @@ def _mean_std(records: List[Dict]) -> Dict:
 
 def find_seeds(root: str, duplicates: Optional[List[str]] = None):
     """``(finished, unfinished)`` seed lists of ``root``, each seed counted
-    once (:func:`graphgps_ext.seed_folder.list_seeds`: a symbolic link to a
+    once (:func:`graphgps_ext.results.seed_folder.list_seeds`: a symbolic link to a
     seed folder, hard links or a copy of one are left out and named in
     ``duplicates``)."""
     finished, unfinished = [], []
@@ -103,8 +103,8 @@ def aggregate(root: str, include_unfinished: bool = False,
     Raises ``FileNotFoundError`` when ``root`` is not a folder,
     :class:`MixedRunsError` when its finished seeds (of ``fingerprint``, when
     given) carry different fingerprints or data,
-    :class:`~graphgps_ext.seed_folder.SeedFolderError` for a damaged seed,
-    :class:`~graphgps_ext.run_dir.UnsafePath` for a link out of the folder,
+    :class:`~graphgps_ext.results.seed_folder.SeedFolderError` for a damaged seed,
+    :class:`~graphgps_ext.results.tree.UnsafePath` for a link out of the folder,
     :class:`~graphgps_ext.files.ResultsWriteError` when ``agg/`` cannot be
     written."""
     if not os.path.isdir(root):

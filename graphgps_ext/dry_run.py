@@ -14,7 +14,7 @@ and :func:`main` prints the translation notes (for a foreign config), the
 resolved layer stack with the parameters of each part, the total, and the
 results folder of every seed with what it holds now (``new``,
 ``unfinished``, ``complete`` or ``stale: <changed keys>``, see
-:func:`graphgps_ext.identity.seed_status`). Nothing is written.
+:func:`graphgps_ext.results.identity.seed_status`). Nothing is written.
 
 Exit codes (as ``main.py``): 0 the config is valid (and the model was built,
 unless the dataset's shapes need its data: then only the config was
@@ -32,7 +32,7 @@ from typing import Callable, List, Optional, Sequence
 import torch
 from torch import nn
 
-from graphgps_ext.run_dir import RunDir
+from graphgps_ext.results.tree import RunDir
 
 
 @dataclass
@@ -42,7 +42,7 @@ class DryRun:
     Attributes:
         cfg: the resolved config (``auto`` values filled in when the task
             is known).
-        ident: the run identity (:func:`graphgps_ext.identity.identity`) of
+        ident: the run identity (:func:`graphgps_ext.results.identity.identity`) of
             the config as loaded.
         translation: the :class:`~graphgps_ext.compat.Translation` of a
             foreign config, else ``None``.
@@ -129,10 +129,10 @@ def check(cfg_file: str, opts: Sequence[str] = ()) -> DryRun:
     dataset's known shapes. Raises :class:`~graphgps_ext.config.ConfigError`."""
     from graphgps_ext import compat
     from graphgps_ext.config import ConfigError
-    from graphgps_ext.run_config import finalize_cfg, load_cfg
-    from graphgps_ext.identity import identity
+    from graphgps_ext.runs.config import finalize_cfg, load_cfg
+    from graphgps_ext.results.identity import identity
     from graphgps_ext.loader.shapes import ShapesUnknown, task_without_data
-    from graphgps_ext.run import build_model
+    from graphgps_ext.runs.seed import build_model
     from graphgps_ext.train.loss import LOSSES
 
     with compat.quiet():  # the caller prints the notes (DryRun.translation)
@@ -167,8 +167,8 @@ def main(cfg_file: str, opts: Sequence[str] = (),
     exit code (0, or 2 for a config error)."""
     from graphgps_ext import compat
     from graphgps_ext.config import ConfigError, check_overrides
-    from graphgps_ext.identity import data_record, seed_status
-    from graphgps_ext.run_config import seed_list as run_seeds
+    from graphgps_ext.results.identity import data_record, seed_status
+    from graphgps_ext.runs.seed_lists import seed_list as run_seeds
     try:
         check_overrides(opts)
         result = check(cfg_file, opts)

@@ -16,7 +16,7 @@ full, read-only folder, no permission, a path too long) raises
 cause (:attr:`ResultsWriteError.advice`).
 
 :func:`confine` checks a path against the root of a tree the project
-writes (the results tree, :mod:`graphgps_ext.run_dir`; a dataset folder):
+writes (the results tree, :mod:`graphgps_ext.results.tree`; a dataset folder):
 inside the root, through no symbolic link below it.
 
 Every JSON file of the project is parsed by :func:`loads`, which refuses

@@ -67,8 +67,8 @@ from urllib.parse import urlparse
 from graphgps_ext.config import declarations, flatten, key_matches, unflatten
 from graphgps_ext.dist import get_rank, is_main_process
 from graphgps_ext.files import write_guard
-from graphgps_ext.identity import identity
-from graphgps_ext.run_dir import RunDir
+from graphgps_ext.results.identity import identity
+from graphgps_ext.results.tree import RunDir
 from graphgps_ext.task import SPLITS
 
 #: Per-split stats file of a run (and of ``agg/``): one JSON object per line,
@@ -232,7 +232,7 @@ def epoch_scalars(split: str, record: Dict[str, Any]) -> Dict[str, float]:
 
 def logged_config(cfg) -> Dict[str, Any]:
     """The effective config, flat (``{dotted key: value}``): the keys that
-    can change the run's results (:func:`graphgps_ext.identity.identity`)
+    can change the run's results (:func:`graphgps_ext.results.identity.identity`)
     without the GraphGym keys this project does not read (declared
     ``unused``) and those this config makes ineffective (declared
     ``ignored``, e.g. the MNA keys of a run without an MNA branch); plus
@@ -415,7 +415,7 @@ def wandb_offline_records(run_dir: str, exclude: Sequence[str] = ()
 def wandb_runs_side_by_side() -> Dict[str, str]:
     """W&B settings under which every ``wandb.init`` of a process opens a
     run of its own beside those still open (the seeds of a stack,
-    :mod:`graphgps_ext.run_stack`, each log their own run):
+    :mod:`graphgps_ext.runs.stack`, each log their own run):
     ``reinit='create_new'``; empty for a W&B release without it (before
     0.19.10), whose ``wandb.init`` returns the run already open."""
     import wandb

@@ -78,11 +78,11 @@ import numpy as np
 from graphgps_ext.config import ConfigError, flatten, read_yaml
 from graphgps_ext.files import write_text
 from graphgps_ext.metrics import RANGES, direction
-from graphgps_ext.run_config import config_name
-from graphgps_ext.run_dir import Results, run_name_path
-from graphgps_ext.identity import select_seeds
-from graphgps_ext.seed_folder import check_seed
-from graphgps_ext.seeds import parse_seeds
+from graphgps_ext.runs.config import config_name
+from graphgps_ext.results.tree import Results, run_name_path
+from graphgps_ext.results.identity import select_seeds
+from graphgps_ext.results.seed_folder import check_seed
+from graphgps_ext.runs.seed_lists import parse_seeds
 from graphgps_ext.tables import Entry, mark_best, write_csv, write_latex
 from graphgps_ext.task import SPLITS
 
@@ -194,9 +194,9 @@ class ConfigResults:
 def load_results(results_dir: str, name: str, curves: bool = True) -> Optional[ConfigResults]:
     """Every seed of ``results/<name>/`` (``None`` when nothing is there),
     chosen by the rule ``agg`` follows
-    (:func:`graphgps_ext.identity.select_seeds`: each seed once, the
+    (:func:`graphgps_ext.results.identity.select_seeds`: each seed once, the
     finished ones of one config on one data; a mix raises
-    :class:`~graphgps_ext.identity.MixedRunsError`)."""
+    :class:`~graphgps_ext.results.identity.MixedRunsError`)."""
     run_root = Results(results_dir).run(name)
     base = run_root.path
     if not os.path.isdir(base):
@@ -427,7 +427,7 @@ def shipped_config(path: str) -> Dict[str, Any]:
     if path not in _SHIPPED:
         data = _read_yaml(path)
         try:
-            from graphgps_ext.run_config import load_cfg
+            from graphgps_ext.runs.config import load_cfg
             from graphgps_ext.logger import cfg_to_dict
             data = cfg_to_dict(load_cfg(path, []))
         except Exception:  # noqa: BLE001 - any failure: compare the file as written
@@ -1080,7 +1080,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
 def overlay(results_dir: str, names: Sequence[str], out: Optional[str] = None,
             split: str = 'val', metric: Optional[str] = None) -> str:
     """:func:`plot_overlay` of the configs ``results/<name>`` into ``out``
-    (default :meth:`Results.overlay <graphgps_ext.run_dir.Results.overlay>`);
+    (default :meth:`Results.overlay <graphgps_ext.results.tree.Results.overlay>`);
     ``ValueError`` naming a
     config without results."""
     found = []

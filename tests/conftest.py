@@ -8,7 +8,7 @@
 - ``tiny_bundle``: a small learnable graph-classification dataset (graph
   label = majority node colour) with a :class:`TaskInfo`, and ``TinyNet`` a
   small network registered as ``model.type TinyNet``; with them the training
-  loop and :func:`graphgps_ext.run.run_seed` are tested in-process.
+  loop and :func:`graphgps_ext.runs.seed.run_seed` are tested in-process.
 - every test starts with the package logger as a fresh process has it (a
   run's ``setup_logging`` stops its propagation, which would hide the records
   of later tests from ``caplog``).
@@ -177,10 +177,10 @@ def tiny_bundle():
 
 @pytest.fixture
 def tiny_run(monkeypatch, tiny_bundle):
-    """Patch :mod:`graphgps_ext.run` to use the tiny dataset and TinyNet."""
+    """Patch :mod:`graphgps_ext.runs.seed` to use the tiny dataset and TinyNet."""
     import torch_geometric.graphgym.register as gg
 
-    import graphgps_ext.run as run
+    import graphgps_ext.runs.seed as run
     monkeypatch.setitem(gg.network_dict, 'TinyNet', TinyNet)
     monkeypatch.setattr(run, 'load_dataset', lambda cfg: tiny_bundle)
     monkeypatch.setattr(run, 'make_loaders', tiny_loaders)

@@ -75,8 +75,8 @@ def record() -> Dict[str, dict]:
     from config_data import task_for
     from graphgps_ext.config import ConfigError
     from graphgps_ext.dry_run import check as dry_run
-    from graphgps_ext.run import build_model
-    from graphgps_ext.run_config import load_cfg
+    from graphgps_ext.runs.config import load_cfg
+    from graphgps_ext.runs.seed import build_model
 
     out = _records() if os.path.exists(RECORDS) else {}
     for path in sorted(glob.glob(os.path.join(ROOT, 'configs', '*', '*.yaml'))):

@@ -54,8 +54,8 @@ def seal(run_dir, epochs=None, best_epoch=None, fingerprint='aaaa', identity=Non
     ``best_epoch`` default to the stats' and ``best.json``'s."""
     import json
 
-    from graphgps_ext.run_dir import FINGERPRINT_LINE
-    from graphgps_ext.seed_folder import file_digests
+    from graphgps_ext.results.seed_folder import file_digests
+    from graphgps_ext.results.tree import FINGERPRINT_LINE
     run_dir = str(run_dir)
     seed = int(os.path.basename(os.path.normpath(run_dir))) if seed is None else seed
     config = os.path.join(run_dir, 'config.yaml')

@@ -95,7 +95,7 @@ def test_markers_of_an_earlier_version(tmp_path):
     (an earlier version) is read; one without any SHA-256 (edited, or of a
     version before they were recorded) is refused: its files cannot be
     verified."""
-    from graphgps_ext.seed_folder import SeedFolderError
+    from graphgps_ext.results.seed_folder import SeedFolderError
     root = tmp_path / 'old'
     write_seed(root, 0, [0.5, 0.7, 0.6], 1, data=None)
     assert aggregate(str(root))['used'] == [0]

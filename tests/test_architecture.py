@@ -14,8 +14,10 @@ from its own part and the parts below it:
     encodings), usable from plain PyG; its ``from_cfg`` class methods are the
     only bridge to a config.
 ``experiment``
-    registration, config loading, datasets, training, one seed's run, run
-    folders, distribution, logging, foreign configs.
+    registration, running a config's seeds (``runs/``: config loading, seed
+    lists, one seed's run, a stack of seeds), datasets, training, the
+    results tree and what a seed's results are (``results/``), distribution,
+    logging, foreign configs.
 ``tools``
     the commands: launcher and searches, aggregation, report, benchmarks,
     attention pictures, ``--dry-run``.
@@ -39,9 +41,8 @@ PARTS = {
     'foundation': ('graphgps_ext', 'config', 'options', 'branches', 'encodings',
                    'files', 'metrics', 'safe_load', 'task'),
     'library': ('layer', 'encoder', 'head', 'network', 'transform'),
-    'experiment': ('register', 'run_config', 'compat', 'loader', 'train',
-                   'run', 'run_stack', 'run_dir', 'dist', 'logger', 'identity', 'seed_folder',
-                   'seeds'),
+    'experiment': ('register', 'runs', 'compat', 'loader', 'train', 'results', 'dist',
+                   'logger'),
     'tools': ('sweep', 'agg', 'report', 'tables', 'bench', 'viz', 'dry_run'),
 }
 LEVEL = {unit: i for i, units in enumerate(PARTS.values()) for unit in units}

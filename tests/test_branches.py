@@ -97,7 +97,7 @@ def test_constructors_take_the_entries_options_with_their_defaults():
 
 
 def _full_cfg():
-    from graphgps_ext.run_config import default_cfg
+    from graphgps_ext.runs.config import default_cfg
     return default_cfg().clone()
 
 
@@ -192,7 +192,7 @@ def toy_branch(tmp_path, monkeypatch):
 
 def test_a_toy_branch_is_one_file_and_one_entry(toy_branch):
     from graphgps_ext.network import GPSModel
-    from graphgps_ext.run_config import load_cfg
+    from graphgps_ext.runs.config import load_cfg
     from graphgps_ext.viz import graph_maps, node_scores, record_attention
 
     # config checks read its traits: its constructor's heads check is

@@ -237,7 +237,7 @@ def test_name_tag_and_wandb_name(tmp_path):
 
 @needs_geaet
 def test_load_cfg_logs_the_notes_once_per_file(capsys):
-    from graphgps_ext.run_config import load_cfg
+    from graphgps_ext.runs.config import load_cfg
     path = fixture('geaet/mnist.yaml')
     compat._logged.pop(os.path.abspath(path), None)
     load_cfg(path, [])

@@ -115,9 +115,9 @@ def test_encoder_batchnorm_is_explicit():
 def test_encoder_batchnorm_counts_2d_parameters_each():
     """GraphGPS ZINC (d 64) has exactly its published count without encoder
     BatchNorms; each of them adds 2 d."""
-    from graphgps_ext.run_config import load_cfg
+    from graphgps_ext.runs.config import load_cfg
     from graphgps_ext.network.model import num_parameters
-    from graphgps_ext.run import build_model
+    from graphgps_ext.runs.seed import build_model
     path = os.path.join('configs', 'gps', 'zinc.yaml')
     counts = []
     for opts in ([], ['dataset.node_encoder_bn', 'True'],
@@ -155,9 +155,9 @@ def _one_step(cfg, model, task):
                                                for p in CONFIGS])
 def test_config_loads_without_warnings_fits_its_budget_and_trains_one_step(path):
     from graphgps_ext.config import config_warnings
-    from graphgps_ext.run_config import default_cfg, load_cfg
+    from graphgps_ext.runs.config import default_cfg, load_cfg
     from graphgps_ext.network.model import num_parameters
-    from graphgps_ext.run import build_model
+    from graphgps_ext.runs.seed import build_model
     cfg = load_cfg(os.path.join(ROOT, path), [])
     # A shipped config sets no key that has no effect (warned at start).
     assert config_warnings(cfg, default_cfg()) == []

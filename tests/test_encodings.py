@@ -101,7 +101,7 @@ def test_declaring_twice_is_refused(monkeypatch):
 
 
 def _cfg(**keys):
-    from graphgps_ext.run_config import default_cfg
+    from graphgps_ext.runs.config import default_cfg
     cfg = default_cfg().clone()
     for key, value in keys.items():
         node = cfg

@@ -309,14 +309,14 @@ def test_wandb_keys_of_graphgps_and_wandb_init_are_accepted(capsys, monkeypatch)
                     'wandb.notes', 'first try', 'wandb.job_type', 'train',
                     'wandb.log_model', 'True'])
     assert rc == 0, capsys.readouterr().err
-    from graphgps_ext.run_config import load_cfg
+    from graphgps_ext.runs.config import load_cfg
     cfg = load_cfg(None, ['wandb.tags', "['ablation', 'cpu']"])
     assert list(cfg.wandb.tags) == ['ablation', 'cpu']
 
 
 def test_logged_config_leaves_out_inert_keys():
     from graphgps_ext.logger import logged_config
-    from graphgps_ext.run_config import load_cfg
+    from graphgps_ext.runs.config import load_cfg
     cfg = load_cfg(os.path.join(ROOT, 'configs', 'quickstart.yaml'), ['seed', '3'])
     flat = logged_config(cfg)
     assert flat['seed'] == 3 and flat['run_name'] == cfg.run_name

@@ -265,8 +265,8 @@ def test_kill_9_during_training_then_resume_equals_uninterrupted(work):
 
 def test_seed_in_use_exits_2_naming_the_holder(work, in_process, capsys):
     """Another owner holds the seed's lock (an flock: a subprocess holding
-    it is tested in tests/test_seed_folder.py): refused at once."""
-    from graphgps_ext.seed_folder import SeedLock
+    it is tested in tests/results/test_seed_folder.py): refused at once."""
+    from graphgps_ext.results.seed_folder import SeedLock
     run = work / 'locked' / 'quick' / '0'
     with SeedLock(str(run)):
         rc = in_process(['--cfg', str(work / 'quick.yaml'), *SMALL,

@@ -768,7 +768,7 @@ def test_relaunch_skips_seeds_that_queued_tasks_or_live_runs_own(ws, monkeypatch
     assert ('# skip geaet-zinc seed 2 (owned by SLURM task 1000_1 PENDING, another config: '
             'rerun it after that task ends)') in out
     # A live run's seed lock, locally.
-    from graphgps_ext.seed_folder import SeedLock
+    from graphgps_ext.results.seed_folder import SeedLock
     with SeedLock(str(ws.root / 'results' / 'geaet-zinc' / '0')):
         _, out = ws('--cpu', '--dry-run', '--seeds', '0-1', 'configs/geaet/zinc.yaml')
     assert f'# skip geaet-zinc seed 0 (owned by a live run: pid {os.getpid()} on host' in out

@@ -76,7 +76,7 @@ def wanted(overrides) -> Dict[str, dict]:
     with ``overrides`` (``KEY VALUE`` pairs)."""
     from graphgps_ext.config import merge_list
     from graphgps_ext.config.posenc import wanted_encodings
-    from graphgps_ext.run_config import default_cfg
+    from graphgps_ext.runs.config import default_cfg
     cfg = default_cfg().clone()
     merge_list(cfg, [str(o) for o in overrides])
     return wanted_encodings(cfg)

@@ -3,7 +3,7 @@ the authors' ZINC configuration (the anchor configuration of
 ``docs/performance.md``).
 
 Every row is a :class:`~graphgps_ext.network.model.GPSModel` built from the
-project's config (:func:`graphgps_ext.run_config.load_cfg` with the row's
+project's config (:func:`graphgps_ext.runs.config.load_cfg` with the row's
 overrides) at the authors' ZINC settings: 10 layers, hidden 64, RWSE-20 node
 PE (``TypeDictNode+RWSE``, ``dim_pe`` 28, BatchNorm on the raw PE), bond
 types through ``TypeDictEdge``, attention dropout 0.5, batch 32, AdamW
@@ -47,7 +47,7 @@ def make_cfg(opts: Sequence = ()):
     (``KEY VALUE`` pairs, values of any type). A private clone of
     GraphGym's global ``cfg``."""
     from graphgps_ext.config import check_values, merge_list
-    from graphgps_ext.run_config import load_cfg
+    from graphgps_ext.runs.config import load_cfg
     cfg = load_cfg(None, [])
     merge_list(cfg, [str(o) for o in opts])
     check_values(cfg)

@@ -70,7 +70,7 @@ def row_setup(row: StackRow, data_dir: str, graphs: int, seed: int,
     from graphgps_ext.bench import models
     if row.paper is None:
         from graphgps_ext.loader import load_dataset
-        from graphgps_ext.run_config import finalize_cfg, load_cfg
+        from graphgps_ext.runs.config import finalize_cfg, load_cfg
         if not os.path.isfile(QUICKSTART):
             raise SystemExit(f'--suite stack: the quickstart row reads {QUICKSTART}: '
                              'run from the repository root, or drop the row '

@@ -2,7 +2,7 @@ r"""Configs of GraphGPS, GEAET and CSA, translated to this project's keys.
 
 A YAML file written for the GraphGPS code base (Rampášek et al.), or for the
 GEAET or CSA authors' code built on it, runs here unchanged:
-:func:`graphgps_ext.run_config.load_cfg` asks :func:`merge_config_file` to
+:func:`graphgps_ext.runs.config.load_cfg` asks :func:`merge_config_file` to
 merge it, which recognises the source from the file's keys
 (:func:`detect`), translates every key with the rules of that source
 (:func:`translate`) and merges the result like one of this project's

@@ -2,7 +2,7 @@
 
 A group has two functions: the group function adds its keys and defaults,
 and ``declare()`` declares their checks, which :func:`load_cfg
-<graphgps_ext.run_config.load_cfg>` runs at start, before any data is read.
+<graphgps_ext.runs.config.load_cfg>` runs at start, before any data is read.
 The groups of the catalogue entries (a branch's options, an encoding's
 ``posenc_<name>``) derive from their entries' options
 (:mod:`graphgps_ext.config.options`); the others are modules of this
@@ -28,7 +28,7 @@ declarations:
 - :func:`advice`: a warning for a config that runs but probably not as meant
   (e.g. a run shorter than its learning-rate warm-up);
 - :func:`volatile`, :func:`resumable`: keys outside the run fingerprint, and
-  keys a resumed run may change (:mod:`graphgps_ext.identity`).
+  keys a resumed run may change (:mod:`graphgps_ext.results.identity`).
 
 A key counts as *set* when the config file or the command line gives it a
 value other than its default (so a resolved ``config.yaml`` reloads as it
@@ -36,7 +36,7 @@ ran). This package imports nothing from the layers above it (the
 registries, the model, the loaders, training), only the ground floor beside
 it (the catalogues and the metric table): checks that need the registries
 (model, branch, head, encoder, loss and dataset names) live one level up,
-in :mod:`graphgps_ext.run_config` (``tests/config/test_layering.py``).
+in :mod:`graphgps_ext.runs.config` (``tests/config/test_layering.py``).
 
 The machinery, by concern (all re-exported here):
 :mod:`~graphgps_ext.config.keys` (``ConfigError``, dotted-key utilities),

@@ -122,7 +122,7 @@ def declare():
     rule(_one_branch)
     # gt.n_heads must divide gt.dim_hidden for the branches that split the
     # width: checked once, by their constructors, and reported under the key
-    # by the run's branch check (graphgps_ext.run_config).
+    # by the run's branch check (graphgps_ext.runs.config).
     ignored('gt.n_heads', 'gt.attn_dropout',
             unless=lambda cfg: has_branch(cfg, *attention_branches()),
             why=lambda cfg: f"gt.layer_type '{cfg.gt.layer_type}' has no attention "

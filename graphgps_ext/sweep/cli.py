@@ -10,7 +10,7 @@ import tempfile
 from typing import Callable, List, Optional, Sequence, Tuple
 
 from graphgps_ext.config.train import short_run_warmup
-from graphgps_ext.run_dir import Results, SearchDir, write_yaml
+from graphgps_ext.results.tree import Results, SearchDir, write_yaml
 from graphgps_ext.sweep import grid as gridlib
 from graphgps_ext.sweep import local, slurm
 from graphgps_ext.sweep.plan import (Plan, SweepError, Target, agg_command, check_runs,
@@ -250,8 +250,8 @@ def _pairs(args, plan_pairs) -> List[Tuple[str, List[int]]]:
 
 
 def _has_complete(target: Target) -> bool:
-    from graphgps_ext.identity import seed_status
-    from graphgps_ext.run_dir import is_seed_name
+    from graphgps_ext.results.identity import seed_status
+    from graphgps_ext.results.tree import is_seed_name
     if not os.path.isdir(target.folder):
         return False
     return any(is_seed_name(e) and seed_status(target.run_dir(int(e)), target.identity,
@@ -268,8 +268,8 @@ def _grid_pairs(args, overrides: List[str], seeds: List[int], say, scratch: Opti
     ``scratch`` (a dry run) the configs are written there instead, and the
     record names the paths they would have."""
     from graphgps_ext.config import ConfigError, closest, flatten, read_yaml
-    from graphgps_ext.identity import effective_fingerprint
-    from graphgps_ext.run_config import default_cfg, load_cfg
+    from graphgps_ext.results.identity import effective_fingerprint
+    from graphgps_ext.runs.config import default_cfg, load_cfg
     from graphgps_ext.sweep.plan import resolve
     if len(args.configs) != 1 or args.plan:
         raise SweepError('--grid takes exactly one CONFIG (the base) and no --plan')

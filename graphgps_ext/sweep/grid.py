@@ -54,7 +54,7 @@ from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from graphgps_ext.config import read_yaml, set_key
-from graphgps_ext.run_dir import RunRoot, SearchDir, write_yaml
+from graphgps_ext.results.tree import RunRoot, SearchDir, write_yaml
 from graphgps_ext.sweep.plan import SweepError, never_leaves_warmup
 
 _ALIAS = re.compile(r'[A-Za-z0-9_.+]+')
@@ -238,7 +238,7 @@ def points(base: str, grids: Sequence[Sequence[GridKey]], sample: Optional[int] 
 def same_runs(pts: Sequence[Point], fingerprints: Sequence[str]
               ) -> Tuple[List[Point], Dict[str, str], List[str]]:
     """``(kept, duplicates, no_effect)``: the points that run (the first of
-    each fingerprint, :func:`graphgps_ext.identity.effective_fingerprint`),
+    each fingerprint, :func:`graphgps_ext.results.identity.effective_fingerprint`),
     ``{point name: the kept point it equals}`` for the others, and the grid
     keys that change no point's run (for every two points that differ in
     that key only, the fingerprints agree)."""
@@ -407,7 +407,7 @@ def summarize(search_dir: str) -> Tuple[List[PointResult], Dict[str, Any]]:
     (:class:`SweepError`): one ranking compares one metric."""
     from graphgps_ext.agg import aggregate
     from graphgps_ext.config import ConfigError
-    from graphgps_ext.seed_folder import SeedFolderError
+    from graphgps_ext.results.seed_folder import SeedFolderError
     here = SearchDir(search_dir)
     search = read_record(search_dir)
     results, selections = [], {}

@@ -19,7 +19,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Callable, List, Optional, Sequence
 
 from graphgps_ext.logger import duration
-from graphgps_ext.run_dir import RunDir, RunFileError
+from graphgps_ext.results.tree import RunDir, RunFileError
 from graphgps_ext.sweep.plan import Run, main_command
 from graphgps_ext.train.compile_cache import sweep_env
 

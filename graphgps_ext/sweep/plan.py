@@ -1,11 +1,11 @@
 """What a sweep runs: configs x seeds, resolved as ``main.py`` resolves them.
 
-Each config is loaded with the package's own :func:`~graphgps_ext.run_config.load_cfg`
+Each config is loaded with the package's own :func:`~graphgps_ext.runs.config.load_cfg`
 and the sweep's overrides, so its results folder ``<out_dir>/<run_name>``,
 its log folder ``<out_dir>/<run_name>/logs`` and its identity
-(:func:`graphgps_ext.identity.identity`) are those of the runs it launches
+(:func:`graphgps_ext.results.identity.identity`) are those of the runs it launches
 (``run_name`` and ``out_dir`` overrides included). A seed is skipped only
-when :func:`~graphgps_ext.identity.seed_status` says ``complete`` (its
+when :func:`~graphgps_ext.results.identity.seed_status` says ``complete`` (its
 ``done`` marker carries this identity's fingerprint); a seed finished with
 another config is *stale*: reported with the keys that differ and re-run
 only when asked.
@@ -15,10 +15,10 @@ import os
 from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Sequence, Tuple
 
-from graphgps_ext import seeds
-from graphgps_ext.identity import (SeedStatus, data_record, fingerprint, identity,
-                                   seed_status)
-from graphgps_ext.run_dir import RunDir, RunRoot
+from graphgps_ext.results.identity import (SeedStatus, data_record, fingerprint, identity,
+                                           seed_status)
+from graphgps_ext.results.tree import RunDir, RunRoot
+from graphgps_ext.runs import seed_lists
 
 
 class SweepError(ValueError):
@@ -39,12 +39,12 @@ def check_runs(total: int, what: str):
 
 
 def parse_seeds(spec: str) -> List[int]:
-    """:func:`graphgps_ext.seeds.parse_seeds` (``'0-3,8'`` -> ``[0, 1, 2, 3,
-    8]``, at most :data:`~graphgps_ext.seeds.MAX_SEEDS`), each seed within
+    """:func:`graphgps_ext.runs.seed_lists.parse_seeds` (``'0-3,8'`` -> ``[0, 1, 2, 3,
+    8]``, at most :data:`~graphgps_ext.runs.seed_lists.MAX_SEEDS`), each seed within
     the range declared for ``seed``; raises :class:`SweepError`."""
     from graphgps_ext.config import check_key
     try:
-        out = seeds.parse_seeds(spec)
+        out = seed_lists.parse_seeds(spec)
     except ValueError as err:
         raise SweepError(str(err)) from None
     problem = check_key('seed', max(out), 'from --seeds')
@@ -104,7 +104,7 @@ class Target:
     name: str
     identity: Dict
     fingerprint: str
-    #: The data folder the runs read (:func:`graphgps_ext.identity.data_record`).
+    #: The data folder the runs read (:func:`graphgps_ext.results.identity.data_record`).
     data: Optional[Dict] = None
 
     @property
@@ -124,7 +124,7 @@ def resolve(config: str, overrides: Sequence[str]) -> Target:
     so that a login node without GPUs resolves GPU configs. Raises
     :class:`SweepError` naming the config on a config error."""
     from graphgps_ext.config import ConfigError
-    from graphgps_ext.run_config import load_cfg
+    from graphgps_ext.runs.config import load_cfg
     try:
         cfg = load_cfg(config, list(overrides) + ['accelerator', 'cpu'])
     except ConfigError as err:
@@ -270,7 +270,7 @@ def make_plan(pairs: Sequence[Tuple[str, Sequence[int]]], overrides: Sequence[st
             by_folder[os.path.normpath(target.folder)] = target
             plan.targets.append(target)
         elif known.fingerprint != target.fingerprint:
-            from graphgps_ext.identity import diff, format_changes
+            from graphgps_ext.results.identity import diff, format_changes
             raise SweepError(
                 f'{known.config} and {target.config} both write to {target.folder} but '
                 f'differ ({format_changes(diff(known.identity, target.identity))}): give '
@@ -310,7 +310,7 @@ def never_leaves_warmup(ident: Dict) -> bool:
 
 def lock_holder(run_dir: str) -> Optional[str]:
     """Who holds the seed lock of ``run_dir`` (a live run:
-    :class:`graphgps_ext.seed_folder.SeedLock`), or ``None``. The probe is
+    :class:`graphgps_ext.results.seed_folder.SeedLock`), or ``None``. The probe is
     a shared, non-blocking lock released at once."""
     import fcntl
     try:

@@ -47,7 +47,7 @@ import subprocess
 from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Sequence, Tuple
 
-from graphgps_ext.run_dir import RunDir, RunRoot
+from graphgps_ext.results.tree import RunDir, RunRoot
 from graphgps_ext.sweep.plan import Run, SweepError
 
 _TIME = re.compile(r'(?:(\d+)-)?(\d+)(?::(\d+))?(?::(\d+))?')

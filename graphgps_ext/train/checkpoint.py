@@ -29,7 +29,7 @@ every process of a data-parallel run in ``rng_ranks``, with its
 ``world_size``), the training DataLoader's generator state when it shuffles
 with one (``make_loaders``' sampler needs none: its order is a function of
 seed and epoch), the epoch, the best-so-far record, the W&B run id and the
-run's identity (:mod:`graphgps_ext.identity`). ``best.pt`` holds the model
+run's identity (:mod:`graphgps_ext.results.identity`). ``best.pt`` holds the model
 weights of the best validation epoch with ``epoch`` and the metric value.
 """
 import io
@@ -40,7 +40,7 @@ import torch
 
 from graphgps_ext import safe_load
 from graphgps_ext.files import atomic_write_bytes
-from graphgps_ext.run_dir import RunDir
+from graphgps_ext.results.tree import RunDir
 
 
 class CheckpointError(Exception):
@@ -74,7 +74,7 @@ def save(obj: Any, path: str, keep_previous: bool = False):
 
 def previous_path(path: str) -> str:
     """``ckpt/last.pt`` -> ``ckpt/last.prev.pt``
-    (:meth:`graphgps_ext.run_dir.RunDir.previous`)."""
+    (:meth:`graphgps_ext.results.tree.RunDir.previous`)."""
     return RunDir.previous(path)
 
 

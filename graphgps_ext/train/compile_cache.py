@@ -11,7 +11,7 @@ sweep, wherever they run:
 - :func:`sweep_env`: the launcher (``python -m graphgps_ext.sweep``, on
   this machine and in its SLURM scripts) points ``TORCHINDUCTOR_CACHE_DIR``
   of the runs it starts at ``<out_dir>/_compile_cache``
-  (:attr:`graphgps_ext.run_dir.Results.COMPILE_CACHE`), unless the
+  (:attr:`graphgps_ext.results.tree.Results.COMPILE_CACHE`), unless the
   environment sets it (the user's choice wins): every run of a results
   tree shares one cache, on the shared file system where SLURM array
   tasks on other nodes write their results;
@@ -35,7 +35,7 @@ ARTEFACTS = 'artefacts'
 
 def cache_folder(out_dir: str) -> str:
     """``<out_dir>/_compile_cache``, absolute."""
-    from graphgps_ext.run_dir import Results
+    from graphgps_ext.results.tree import Results
     return os.path.abspath(Results(out_dir).compile_cache)
 
 

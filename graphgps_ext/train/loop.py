@@ -91,7 +91,7 @@ from graphgps_ext.loader.prefetch import (Prefetcher, made_batches,
                                           prefetch_safe)
 from graphgps_ext.loader.pad import trim
 from graphgps_ext.metrics import compute_metrics, is_better
-from graphgps_ext.run_dir import RunDir
+from graphgps_ext.results.tree import RunDir
 from graphgps_ext.train import checkpoint as ckpt
 from graphgps_ext.train import speed
 from graphgps_ext.train.compile_watch import CompileWatch, variant
@@ -341,7 +341,7 @@ class Trainer:
         self.needs_two_nodes = any(isinstance(m, nn.modules.batchnorm._BatchNorm)
                                    for m in self.module.modules())
         self.skipped_batches = 0
-        # The run's identity (graphgps_ext.identity), kept in last.pt.
+        # The run's identity (graphgps_ext.results.identity), kept in last.pt.
         self.identity: Optional[Dict[str, Any]] = None
 
     # ------------------------------------------------------------ state --
@@ -435,7 +435,7 @@ class Trainer:
     def retune(self, changes: Sequence[tuple]):
         """Make changed optimiser hyper-parameters take effect after
         :meth:`load_state_dict` (``changes``: ``(key, old, new)`` of
-        resumable keys, :func:`graphgps_ext.identity.resume_changes`);
+        resumable keys, :func:`graphgps_ext.results.identity.resume_changes`);
         ``self.cfg`` holds the new values. Keys the loop reads from the
         config each epoch (clipping, ``optim.min_lr``, early stopping,
         evaluation period) need nothing here."""

@@ -43,7 +43,7 @@ from torch_geometric.utils import scatter
 
 from graphgps_ext import branches
 from graphgps_ext.layer.context import GraphContext
-from graphgps_ext.run_dir import RunDir
+from graphgps_ext.results.tree import RunDir
 
 #: Branch name -> the record key its per-node score is computed from (the
 #: ``record`` trait of the branch catalogue).
@@ -205,8 +205,8 @@ def load_run(run_dir: str, ckpt: str = 'best', device: str = 'cpu',
     (:func:`graphgps_ext.train.checkpoint.load`): a file that would run
     code raises :class:`~graphgps_ext.train.checkpoint.UnsafeCheckpointError`
     unread."""
-    from graphgps_ext.run_config import finalize_cfg, load_cfg
-    from graphgps_ext.run import build_model, load_dataset
+    from graphgps_ext.runs.config import finalize_cfg, load_cfg
+    from graphgps_ext.runs.seed import build_model, load_dataset
     from graphgps_ext.train import checkpoint
 
     folder = RunDir(run_dir)

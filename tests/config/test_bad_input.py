@@ -18,7 +18,7 @@ import pytest
 import torch
 
 from graphgps_ext.config import ConfigError
-from graphgps_ext.run_config import default_cfg, finalize_cfg, load_cfg
+from graphgps_ext.runs.config import default_cfg, finalize_cfg, load_cfg
 from graphgps_ext.task import TaskInfo
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))

@@ -33,7 +33,7 @@ def test_importing_declares_nothing():
         'names = [m.name for m in pkgutil.iter_modules(config.__path__)]\n'
         'for name in names:\n'
         '    importlib.import_module(f"graphgps_ext.config.{name}")\n'
-        'import graphgps_ext.register, graphgps_ext.run_config, graphgps_ext.identity\n'
+        'import graphgps_ext.register, graphgps_ext.runs.config, graphgps_ext.results.identity\n'
         'from graphgps_ext.config import groups\n'
         'print(len(names), groups._collected.cache_info().currsize)\n')
     count, collected = map(int, out.split())

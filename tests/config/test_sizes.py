@@ -12,7 +12,7 @@ from graphgps_ext.config import ConfigError, sizes
 from graphgps_ext.config.sizes import Need, check
 from graphgps_ext.loader.generators.tree_neighbours import (memory_need,
                                                             num_graphs)
-from graphgps_ext.run_config import load_cfg
+from graphgps_ext.runs.config import load_cfg
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 QUICKSTART = os.path.join(ROOT, 'configs', 'quickstart.yaml')
@@ -82,8 +82,8 @@ def test_a_model_too_large_to_train_is_refused_at_config_load(budget):
 
 def test_the_whole_model_is_counted_on_the_meta_device(budget, monkeypatch):
     from graphgps_ext.loader.shapes import task_without_data
-    from graphgps_ext.run import build_model
-    from graphgps_ext.run_config import finalize_cfg
+    from graphgps_ext.runs.config import finalize_cfg
+    from graphgps_ext.runs.seed import build_model
     cfg = load_cfg(QUICKSTART, ['gt.dim_hidden', '64'])
     task = task_without_data(cfg)
     finalize_cfg(cfg, task)

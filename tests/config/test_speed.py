@@ -4,7 +4,7 @@ from yacs.config import CfgNode as CN
 
 from graphgps_ext.config import ConfigError
 from graphgps_ext.config.speed import DEFAULTS, speed_cfg
-from graphgps_ext.run_config import load_cfg
+from graphgps_ext.runs.config import load_cfg
 
 
 def test_keys_are_registered_with_their_defaults(tmp_path):

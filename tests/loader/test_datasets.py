@@ -122,7 +122,7 @@ def test_a_toy_dataset_is_one_file_and_one_line(toy_family, tmp_path):
     # the whole config check of a run, and --dry-run's model from its shapes
     from graphgps_ext.config import ConfigError
     from graphgps_ext.dry_run import check
-    from graphgps_ext.run_config import load_cfg
+    from graphgps_ext.runs.config import load_cfg
     opts = ['dataset.format', 'toy', 'dataset.name', 'rings', 'dataset.dir', str(tmp_path)]
     assert load_cfg(None, opts).dataset.format == 'toy'
     with pytest.raises(ConfigError, match="unknown dataset.format 'tyo'; did you mean 'toy'"):

@@ -20,7 +20,7 @@ from graphgps_ext.layer.norm import MaskedBatchNorm1d
 from graphgps_ext.loader.pad import (Capacities, Capacity, PadCollater,
                                      graph_sizes, pad_batch, row_mask, trim)
 from graphgps_ext.network import GPSModel
-from graphgps_ext.run_config import load_cfg
+from graphgps_ext.runs.config import load_cfg
 from graphgps_ext.task import TaskInfo
 from graphgps_ext.train.loss import LOSSES
 from graphgps_ext.train.speed import ForwardLoss

@@ -10,7 +10,7 @@ from torch_geometric.data import Batch, Data
 from torch_geometric.utils import to_dense_adj
 
 from graphgps_ext.network import GPSModel, num_parameters
-from graphgps_ext.run_config import load_cfg
+from graphgps_ext.runs.config import load_cfg
 from graphgps_ext.task import TaskInfo
 from graphgps_ext.transform.rwse import rwse_dense
 

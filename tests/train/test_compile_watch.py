@@ -11,7 +11,7 @@ import pytest
 import torch
 
 from graphgps_ext.loader.pad import Capacities, used_capacities
-from graphgps_ext.run_config import load_cfg
+from graphgps_ext.runs.config import load_cfg
 from graphgps_ext.train import speed
 from graphgps_ext.train.compile_watch import (CompileWatch, recompile_limit,
                                               variant)
@@ -31,7 +31,7 @@ def two_capacity_run(monkeypatch):
     capacities in every epoch, whatever the order: 7 equal 5-node graphs
     and one of 30 nodes, 4 per batch (one batch holds the large graph, the
     other does not); the evaluation splits add capacities of their own."""
-    import graphgps_ext.run as run
+    import graphgps_ext.runs.seed as run
     train = _graphs([5] * 7 + [30], [0] * 7 + [1])
     val = _graphs([6, 7, 8, 9, 40], [2, 3, 4, 5, 6])
     test = _graphs([5, 5, 5, 5, 9], [0] * 4 + [9])

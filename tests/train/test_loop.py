@@ -1,4 +1,4 @@
-"""The training loop through :func:`graphgps_ext.run.run_seed`, in-process,
+"""The training loop through :func:`graphgps_ext.runs.seed.run_seed`, in-process,
 on the tiny dataset and TinyNet of ``tests/conftest.py``."""
 import json
 import math

@@ -1,7 +1,7 @@
 """The speed switches applied where a model is run."""
 import torch
 
-from graphgps_ext.run_config import load_cfg
+from graphgps_ext.runs.config import load_cfg
 from graphgps_ext.train.speed import autocast, compile_model
 
 

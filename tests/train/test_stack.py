@@ -17,7 +17,7 @@ from torch_geometric.data import Batch
 
 from graphgps_ext.loader.pad import Capacities, Capacity
 from graphgps_ext.network import GPSModel
-from graphgps_ext.run_config import load_cfg
+from graphgps_ext.runs.config import load_cfg
 from graphgps_ext.task import TaskInfo
 from graphgps_ext.train import speed
 from graphgps_ext.train.loss import LOSSES

@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from graphgps_ext.loader.pad import Capacities
-from graphgps_ext.run_config import load_cfg
+from graphgps_ext.runs.config import load_cfg
 from graphgps_ext.train import speed
 from graphgps_ext.transform.precompute import EncodedList, precompute_encodings
 
@@ -35,7 +35,7 @@ def molecule_cfg(out_dir, *opts):
 
 @pytest.fixture
 def molecule_run(monkeypatch):
-    import graphgps_ext.run as run
+    import graphgps_ext.runs.seed as run
     cfg = load_cfg(None, ['posenc_RWSE.enable', 'True',
                           'posenc_RWSE.kernel.times', '[1, 2, 3, 4]'])
     sizes = [5 + (7 * i) % 13 for i in range(40)]

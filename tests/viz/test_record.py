@@ -38,7 +38,7 @@ def zinc_task():
 
 
 def build(layer_type, *opts):
-    from graphgps_ext.run_config import load_cfg
+    from graphgps_ext.runs.config import load_cfg
     from graphgps_ext.network.model import GPSModel
     cfg = load_cfg(None, ['gt.layer_type', layer_type, 'gt.layers', str(LAYERS),
                           'gt.dim_hidden', str(D), 'gt.n_heads', str(H),

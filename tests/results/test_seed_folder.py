@@ -9,9 +9,9 @@ import sys
 
 import pytest
 
-from graphgps_ext import seed_folder as sf
 from graphgps_ext.logger import STATS_FILE
-from graphgps_ext.run_dir import RunFileError, UnsafePath
+from graphgps_ext.results import seed_folder as sf
+from graphgps_ext.results.tree import RunFileError, UnsafePath
 
 from run_checks import snapshot
 
@@ -46,7 +46,7 @@ def test_second_owner_is_refused_and_told_who_holds_it(tmp_path):
 
 def test_lock_of_a_killed_process_does_not_block(tmp_path):
     run_dir = tmp_path / '0'
-    code = ('import sys, time; from graphgps_ext.seed_folder import SeedLock; '
+    code = ('import sys, time; from graphgps_ext.results.seed_folder import SeedLock; '
             f'SeedLock({str(run_dir)!r}).acquire(); print("held", flush=True); '
             'time.sleep(60)')
     proc = subprocess.Popen([sys.executable, '-c', code], stdout=subprocess.PIPE,

@@ -1,5 +1,5 @@
-"""``graphgps_ext.run_dir``: the one owner of the results tree's names and
-formats.
+"""``graphgps_ext.results.tree``: the one owner of the results tree's
+names and formats.
 
 Three parts: the paths the owner gives; its readers and writers (round
 trips, the bytes on disk, atomic writes); and source checks that no other
@@ -17,15 +17,15 @@ import yaml
 
 import graphgps_ext
 from graphgps_ext.files import ResultsWriteError
-from graphgps_ext.run_dir import (FINGERPRINT_LINE, Results, RunDir, RunFileError,
-                                  RunRoot, SearchDir, UnsafePath, confine, is_seed_name,
-                                  run_name_path, write_yaml)
-from graphgps_ext.seed_folder import CHECKED_FILES, RUN_ENTRIES, is_run_entry
+from graphgps_ext.results.seed_folder import CHECKED_FILES, RUN_ENTRIES, is_run_entry
+from graphgps_ext.results.tree import (FINGERPRINT_LINE, Results, RunDir, RunFileError,
+                                       RunRoot, SearchDir, UnsafePath, confine, is_seed_name,
+                                       run_name_path, write_yaml)
 from graphgps_ext.train.checkpoint import previous_path
 
 PACKAGE_DIR = os.path.dirname(graphgps_ext.__file__)
 REPO_DIR = os.path.dirname(PACKAGE_DIR)
-OWNER = os.path.join(PACKAGE_DIR, 'run_dir.py')
+OWNER = os.path.join(PACKAGE_DIR, 'results', 'tree.py')
 
 #: Every name the owner declares (the seed folder's, the run folder's and the
 #: results tree's; ``Results.CONFIGS`` is left out: ``configs`` is also the
@@ -387,7 +387,7 @@ def test_appends_never_follow_a_link(tmp_path):
     with pytest.raises(UnsafePath):
         run.append_stats('val', {'epoch': 0})
     # Below the checks, the append itself opens without following a link.
-    from graphgps_ext.run_dir import _append_line
+    from graphgps_ext.results.tree import _append_line
     with pytest.raises(ResultsWriteError):
         _append_line(os.path.join(run.path, 'val', 'stats.json'), '{}')
     assert victim.read_text() == 'not yours\n'
@@ -485,7 +485,7 @@ def test_no_run_file_name_outside_its_owner():
             if (rel, value) not in NOT_A_FILE:
                 found.append(f'{os.path.relpath(path, REPO_DIR)}:{line}: {value!r}')
     assert not found, ('results-tree file names spelled outside '
-                       'graphgps_ext/run_dir.py (ask RunDir / RunRoot):\n'
+                       'graphgps_ext/results/tree.py (ask RunDir / RunRoot):\n'
                        + '\n'.join(found))
 
 
@@ -637,7 +637,7 @@ def test_no_run_file_format_outside_its_owner():
                 found.append(f'{os.path.relpath(path, REPO_DIR)}:{line}: {call}(...)')
     assert allowed == set(FORMAT_ALLOWED), 'an exception no longer needed'
     assert not found, ('results-tree files read or written outside '
-                       'graphgps_ext/run_dir.py (add a method to RunDir / RunRoot / '
+                       'graphgps_ext/results/tree.py (add a method to RunDir / RunRoot / '
                        'SearchDir and call it):\n' + '\n'.join(found))
 
 

@@ -4,7 +4,7 @@ import pytest
 import torch
 
 from graphgps_ext.config import ConfigError
-from graphgps_ext.run_config import (config_name, finalize_cfg, load_cfg,
+from graphgps_ext.runs.config import (config_name, finalize_cfg, load_cfg,
                                       resolve_accelerator)
 from graphgps_ext.task import TaskInfo
 

@@ -4,7 +4,7 @@
 
     lock                 held while the run is alive (who holds it)
     config.yaml          the config the run uses (first line:
-                         ``# fingerprint: <hex>``, see graphgps_ext.identity)
+                         ``# fingerprint: <hex>``, see graphgps_ext.results.identity)
     logging.log          the run's log
     {train,val,test}/stats.json  one JSON object per line (GraphGym's name)
     best.json            best-validation epoch and every split's stats there
@@ -23,10 +23,10 @@
 The steps, each a function below:
 
 1. :func:`claim`: take the seed folder's lock
-   (:class:`graphgps_ext.seed_folder.SeedLock`); a seed in use by another
+   (:class:`graphgps_ext.results.seed_folder.SeedLock`); a seed in use by another
    process is refused at once, and so is a seed folder reached through a
    symbolic link below ``out_dir`` or outside it
-   (:class:`graphgps_ext.run_dir.UnsafePath`).
+   (:class:`graphgps_ext.results.tree.UnsafePath`).
 2. :func:`decide`: finish what a killed run left (an unfinished
    replacement, temporary files), then
 
@@ -44,7 +44,7 @@ The steps, each a function below:
    a failure here leaves it as it was.
 4. :func:`start`: a fresh start moves a previous run's entries aside, writes
    the config, data description, log and initial checkpoint, and only then
-   deletes the old entries (:class:`graphgps_ext.seed_folder.Replacement`);
+   deletes the old entries (:class:`graphgps_ext.results.seed_folder.Replacement`);
    a resume loads the state, applies the changed keys, and records them.
 5. :func:`train`: :meth:`graphgps_ext.train.loop.Trainer.fit`.
 6. :func:`finish`: the ``done`` marker.
@@ -68,16 +68,16 @@ import torch_geometric.graphgym.register as gg
 from graphgps_ext import dist
 from graphgps_ext.config import ConfigError, sizes
 from graphgps_ext.files import remove_temp_files, write_guard
-from graphgps_ext.identity import (DATA_KEY, MISSING, data_record, fingerprint,
-                                   format_changes, identity, resume_changes,
-                                   seed_status)
 from graphgps_ext.logger import (RunLogger, attach_run_log, get_logger,
                                  setup_logging, truncate_stats)
-from graphgps_ext.run_config import finalize_cfg
-from graphgps_ext.run_dir import RunDir, RunFileError, UnsafePath
-from graphgps_ext.seed_folder import (Replacement, SeedFolderError, SeedLock,
-                                      SeedLocked, check_seed, file_digests,
-                                      read_best, recover, run_entries)
+from graphgps_ext.results.identity import (DATA_KEY, MISSING, data_record, fingerprint,
+                                           format_changes, identity, resume_changes,
+                                           seed_status)
+from graphgps_ext.results.seed_folder import (Replacement, SeedFolderError, SeedLock,
+                                              SeedLocked, check_seed, file_digests,
+                                              read_best, recover, run_entries)
+from graphgps_ext.results.tree import RunDir, RunFileError, UnsafePath
+from graphgps_ext.runs.config import finalize_cfg
 from graphgps_ext.train import checkpoint as ckpt
 from graphgps_ext.train import compile_cache, speed
 from graphgps_ext.train.loop import NonFiniteLossError, Trainer
@@ -170,7 +170,7 @@ def run_seed(cfg, cfg_file: Optional[str] = None,
              callbacks: Sequence[Callable] = (), opts: Sequence[str] = (),
              overwrite: bool = False) -> Optional[Dict[str, Any]]:
     """Train and evaluate one seed (``cfg.seed``, ``cfg`` as loaded by
-    :func:`graphgps_ext.run_config.load_cfg`); returns the best record.
+    :func:`graphgps_ext.runs.config.load_cfg`); returns the best record.
 
     ``opts`` (the command line's overrides) go into the resume command that
     is logged on interruption; ``overwrite`` replaces a finished seed.
@@ -225,7 +225,7 @@ def _on_main(fn: Callable, default=None):
 def claim(run_dir) -> SeedLock:
     """Lock the seed folder (creating it): :class:`StartRefused` naming the
     holder when another process runs this seed, or the link when the folder
-    (a :class:`~graphgps_ext.run_dir.RunDir`, checked from its root, or a
+    (a :class:`~graphgps_ext.results.tree.RunDir`, checked from its root, or a
     path) is reached through a symbolic link or lies outside the tree."""
     try:
         if isinstance(run_dir, RunDir):
@@ -576,7 +576,7 @@ def finish(run_dir: str, trainer: Trainer, best: Optional[Dict[str, Any]],
     """Log the best epoch and write ``done`` (rank 0). ``seconds``: the
     training time over every segment of the run (a resumed segment adds its
     own to the earlier ones' up to their last checkpoint); ``data``: the
-    data record (:func:`graphgps_ext.identity.data_record` with the content
+    data record (:func:`graphgps_ext.results.identity.data_record` with the content
     fingerprint), without which the seed counts as ``stale``."""
     metric = trainer.metric
     if best is not None:

@@ -45,7 +45,7 @@ Two things beyond the config keys change a run's numbers:
 
 :func:`select_seeds` is the one rule by which ``agg`` and ``report`` choose
 the seeds they average: each seed counted once
-(:func:`graphgps_ext.seed_folder.list_seeds`), finished seeds of one config
+(:func:`graphgps_ext.results.seed_folder.list_seeds`), finished seeds of one config
 on one data (fingerprint and data fingerprint), a mix refused
 (:class:`MixedRunsError`) with what differs named.
 """
@@ -60,8 +60,8 @@ from yacs.config import CfgNode
 from graphgps_ext.config import (effective_values, flatten, key_matches, resumable_keys,
                                  volatile_keys)
 from graphgps_ext.config.speed import DEFAULTS as SPEED_DEFAULTS
-from graphgps_ext.run_dir import RunDir, RunRoot, UnsafePath
-from graphgps_ext.seed_folder import SeedFolderError, check_seed, list_seeds
+from graphgps_ext.results.seed_folder import SeedFolderError, check_seed, list_seeds
+from graphgps_ext.results.tree import RunDir, RunRoot, UnsafePath
 
 #: Stands for a key that one of two identities does not have.
 MISSING = '<missing>'
@@ -170,7 +170,7 @@ class SeedStatus:
             started there and did not finish: running, interrupted or
             crashed), ``'complete'`` (finished with this identity and data),
             ``'damaged'`` (finished with this identity, but its files fail
-            :func:`graphgps_ext.seed_folder.check_seed`: ``problem`` says
+            :func:`graphgps_ext.results.seed_folder.check_seed`: ``problem`` says
             which) or
             ``'stale'`` (finished with another identity or other data;
             ``changes`` lists the differing keys, old -> new, ``problem``
@@ -217,7 +217,7 @@ def seed_status(run_dir: str, ident: Dict[str, Any],
     """The :class:`SeedStatus` of ``run_dir`` for a run of identity ``ident``
     on ``data`` (:func:`data_record`: the folder before loading, and the
     content fingerprint after; ``None``: not compared). A folder reached
-    through a symbolic link (:class:`~graphgps_ext.run_dir.UnsafePath`) is
+    through a symbolic link (:class:`~graphgps_ext.results.tree.UnsafePath`) is
     ``damaged``, its problem naming the link."""
     try:
         return _seed_status(run_dir, ident, data)
@@ -276,7 +276,7 @@ class SeedSelection:
         unfinished: seeds without a ``done`` marker.
         other: finished seeds of another config or data (with
             ``fingerprint``: those of another config than it).
-        duplicates, odd: as :class:`graphgps_ext.seed_folder.SeedListing`.
+        duplicates, odd: as :class:`graphgps_ext.results.seed_folder.SeedListing`.
         key: the chosen ``(fingerprint, data fingerprint)``.
     """
     finished: List[int] = field(default_factory=list)
@@ -341,7 +341,7 @@ def select_seeds(root: Union[str, RunRoot], fingerprint: Optional[str] = None
     markers. Without ``fingerprint`` one group must remain; with it, the
     seeds of other configs are set apart in ``other`` and those of the
     fingerprint must share one data. Raises :class:`MixedRunsError` naming
-    what differs, and :class:`~graphgps_ext.run_dir.UnsafePath` for a link
+    what differs, and :class:`~graphgps_ext.results.tree.UnsafePath` for a link
     out of the folder."""
     run_root = root if isinstance(root, RunRoot) else RunRoot(root, root)
     listing = list_seeds(run_root)

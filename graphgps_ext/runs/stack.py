@@ -4,11 +4,11 @@
 :func:`run_seeds` splits the seeds into stacks of ``K`` (``--stack K``; the
 last may be smaller), after leaving out the seeds that are complete (unless
 ``--overwrite``). :func:`run_stack` does for the seeds of one stack what
-:func:`graphgps_ext.run.run_seed` does for one seed, with its steps:
+:func:`graphgps_ext.runs.seed.run_seed` does for one seed, with its steps:
 
-1. claim every seed folder (:func:`graphgps_ext.run.claim`): a seed in use
+1. claim every seed folder (:func:`graphgps_ext.runs.seed.claim`): a seed in use
    by another process refuses the stack before anything changed;
-2. decide each (:func:`graphgps_ext.run.decide`): a complete seed is
+2. decide each (:func:`graphgps_ext.runs.seed.decide`): a complete seed is
    reported and skipped, an unfinished one resumes (``train.auto_resume``)
    from its own checkpoint, whatever epoch it holds, the others start
    afresh;
@@ -20,10 +20,10 @@ last may be smaller), after leaving out the seeds that are complete (unless
    head that padded batches can use (:func:`graphgps_ext.train.stack.stack_unsupported`),
    and fit in memory (:func:`graphgps_ext.train.stack.estimate_memory`);
    a stack that does not fit is refused naming the largest ``K`` that does;
-4. start each (:func:`graphgps_ext.run.start`): its folder written as a
+4. start each (:func:`graphgps_ext.runs.seed.start`): its folder written as a
    separate run writes it, or its checkpoint loaded;
 5. train them together (:class:`graphgps_ext.train.stack.StackTrainer`);
-6. finish each (:func:`graphgps_ext.run.finish`: ``best.json`` logged,
+6. finish each (:func:`graphgps_ext.runs.seed.finish`: ``best.json`` logged,
    ``done`` written).
 
 Every seed folder is an ordinary one: ``logging.log`` holds the seed's own
@@ -42,11 +42,11 @@ from typing import Any, Dict, List, Optional, Sequence
 
 from graphgps_ext import dist
 from graphgps_ext.config import ConfigError, flatten
-from graphgps_ext.identity import data_record, identity, seed_status
 from graphgps_ext.logger import _Held, get_logger, setup_logging
-from graphgps_ext.run import (StartRefused, claim, decide, finish,
-                              prepare, run_dir_of, start, train)
-from graphgps_ext.run_config import load_cfg
+from graphgps_ext.results.identity import data_record, identity, seed_status
+from graphgps_ext.runs.config import load_cfg
+from graphgps_ext.runs.seed import (StartRefused, claim, decide, finish,
+                                    prepare, run_dir_of, start, train)
 from graphgps_ext.train.loop import NonFiniteLossError
 from graphgps_ext.train.loss import LOSSES
 
@@ -142,7 +142,7 @@ class SeedLogs(logging.Handler):
 
     def holder(self, seed: int) -> logging.Handler:
         """The seed's held records, for :func:`graphgps_ext.logger.attach_run_log`
-        to write at the top of its log when :func:`graphgps_ext.run.start`
+        to write at the top of its log when :func:`graphgps_ext.runs.seed.start`
         opens it."""
         held = _Held()
         held.records = self.held.pop(seed, [])
@@ -191,7 +191,7 @@ def _install(seeds: Sequence[int]) -> SeedLogs:
 
 @contextmanager
 def _starting(logs: SeedLogs, seed: int):
-    """Around :func:`graphgps_ext.run.start` of ``seed``: its held records
+    """Around :func:`graphgps_ext.runs.seed.start` of ``seed``: its held records
     go to the top of the log file it opens, which becomes the seed's."""
     log = get_logger()
     held = logs.holder(seed)
@@ -218,7 +218,7 @@ def run_seeds(cfg_file: str, opts: Sequence[str], seeds: Sequence[int], k: int,
     """Train ``seeds`` of the config in stacks of ``k``; returns their best
     records. The seeds that are complete (unless ``overwrite``) are left
     out before the stacks are formed (:func:`run_stack` reports them)."""
-    from graphgps_ext.run import run_seed
+    from graphgps_ext.runs.seed import run_seed
     todo = []
     for seed in seeds:
         c = load_cfg(cfg_file, list(opts) + ['seed', str(seed)])
@@ -268,7 +268,7 @@ def run_stack(cfg_file: str, opts: Sequence[str], seeds: Sequence[int], k: int,
     (see the module docstring); ``k`` is the ``--stack`` of the command
     (for the resume command). Returns the best record of every seed.
 
-    Raises :class:`~graphgps_ext.run.StartRefused` (a seed in use, the
+    Raises :class:`~graphgps_ext.runs.seed.StartRefused` (a seed in use, the
     stack's checks) and :class:`~graphgps_ext.config.ConfigError` before
     any seed folder changed; :class:`~graphgps_ext.train.loop.NonFiniteLossError`
     (a seed whose loss became non-finite, after the others finished),

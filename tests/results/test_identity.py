@@ -2,8 +2,8 @@
 switches, names what differs, and classifies resume changes."""
 import os
 
-from graphgps_ext import identity as ident
-from graphgps_ext.run_config import load_cfg
+from graphgps_ext.results import identity as ident
+from graphgps_ext.runs.config import load_cfg
 
 from run_checks import seal
 

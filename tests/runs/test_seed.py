@@ -1,4 +1,4 @@
-"""A seed's lifecycle through :func:`graphgps_ext.run.run_seed`, in-process
+"""A seed's lifecycle through :func:`graphgps_ext.runs.seed.run_seed`, in-process
 on the tiny dataset and TinyNet of ``tests/conftest.py``: a failed start
 leaves a finished seed as it was, resume is honest (changed optimiser keys
 take effect, others are refused, every resume is recorded), checkpoints
@@ -12,10 +12,10 @@ import pytest
 import torch
 from torch import nn
 
-from graphgps_ext import seed_folder
 from graphgps_ext.config import ConfigError
 from graphgps_ext.files import ResultsWriteError, read_jsonl
-from graphgps_ext.run import StartRefused
+from graphgps_ext.results import seed_folder
+from graphgps_ext.runs.seed import StartRefused
 from graphgps_ext.train import checkpoint as ckpt
 from graphgps_ext.train.loop import NonFiniteLossError
 from graphgps_ext.train.loss import LOSSES, cross_entropy
@@ -337,8 +337,8 @@ def test_a_seed_is_complete_only_for_the_data_it_read(tiny_run, tiny_cfg, tiny_b
     """``done`` records the data (content fingerprint, folder), the seed and
     the SHA-256 of the full set of files. A finished seed is complete for
     the same graphs, moved or not, and stale for other graphs (a sample)."""
-    from graphgps_ext.identity import data_folder
-    from graphgps_ext.seed_folder import CHECKED_FILES
+    from graphgps_ext.results.identity import data_folder
+    from graphgps_ext.results.seed_folder import CHECKED_FILES
     tiny_cfg.dataset.dir = str(tmp_path / 'full')
     tiny_run.run_seed(tiny_cfg.clone())
     run_dir = run_dir_of(tiny_cfg)

@@ -1,12 +1,12 @@
-"""The seed-list grammar shared by main.py, the launcher and run/tables.tsv,
-and its bound."""
+"""``graphgps_ext.runs.seed_lists``: the seed-list grammar shared by
+main.py, the launcher and run/tables.tsv, its bound, and the seeds a run
+trains."""
 from types import SimpleNamespace
 
 import pytest
 
 from graphgps_ext.config import ConfigError
-from graphgps_ext.run_config import seed_list
-from graphgps_ext.seeds import MAX_SEEDS, TooManySeeds, parse_seeds
+from graphgps_ext.runs.seed_lists import MAX_SEEDS, TooManySeeds, parse_seeds, seed_list
 from graphgps_ext.sweep.plan import SweepError
 from graphgps_ext.sweep.plan import parse_seeds as sweep_seeds
 

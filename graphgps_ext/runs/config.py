@@ -37,7 +37,7 @@ from graphgps_ext.loader.sources import check_dataset, spec_of
 from graphgps_ext.logger import get_logger
 from graphgps_ext.metrics import direction
 from graphgps_ext.register import register_all
-from graphgps_ext.run_dir import RunDir, run_name_path
+from graphgps_ext.results.tree import RunDir, run_name_path
 from graphgps_ext.task import TaskInfo
 from graphgps_ext.train.loss import LOSSES
 
@@ -171,34 +171,6 @@ def _check_paths(cfg: CfgNode):
                 f"{key} '{value}' {what}, not a folder: point {key} at a folder"
                 + (" (the one that holds the dataset's folders, e.g. ZINC/raw/)"
                    if key == 'dataset.dir' else ''))
-
-
-def seed_list(cfg: CfgNode, seeds: Optional[Sequence[int]] = None,
-               repeat: int = 1) -> List[int]:
-    """The seeds a run trains: ``seeds`` (``--seeds``), else ``cfg.seed``
-    ... ``cfg.seed + repeat - 1`` (``--repeat``). Each is checked against
-    the range declared for ``seed`` at start, and their number against
-    :data:`graphgps_ext.seeds.MAX_SEEDS` before the list is built, so a
-    seed out of range or a list beyond the bound is refused
-    (:class:`ConfigError`) before the first one trains."""
-    from graphgps_ext.config import check_key
-    from graphgps_ext.seeds import MAX_SEEDS
-    repeat = max(1, repeat)
-    flag = '--seeds' if seeds is not None else f'seed {cfg.seed} with --repeat {repeat}'
-    if seeds is None:
-        problem = check_key('seed', cfg.seed + repeat - 1, f'from {flag}')
-        if problem:
-            raise ConfigError(problem)
-    if (len(seeds) if seeds is not None else repeat) > MAX_SEEDS:
-        raise ConfigError(f'{flag} names more than {MAX_SEEDS:,} seeds: give at most '
-                          f'{MAX_SEEDS:,}')
-    given = list(seeds) if seeds is not None else \
-        list(range(cfg.seed, cfg.seed + repeat))
-    for seed in (given if seeds is not None else []):
-        problem = check_key('seed', seed, f'from {flag}')
-        if problem:
-            raise ConfigError(problem)
-    return given
 
 
 def _buildable(table: dict, method: str = 'from_cfg') -> List[str]:

@@ -1,7 +1,7 @@
 """The results tree, named and formatted in one place.
 
 Every file name of the results tree lives here; every other module asks
-these classes for its paths (``tests/test_run_dir.py`` checks that no
+these classes for its paths (``tests/results/test_tree.py`` checks that no
 other module spells one)::
 
     <out_dir>/                         Results
@@ -32,8 +32,8 @@ other module spells one)::
 The formats are owned here too: every file of the tree that holds a
 record is written and read by a method of its class (``RunDir.write_done``
 / ``read_done``, ``append_stats`` / ``read_stats``, ``RunRoot.write_agg``,
-...), and no other module formats or parses one (``tests/test_run_dir.py``
-checks that as well):
+...), and no other module formats or parses one
+(``tests/results/test_tree.py`` checks that as well):
 
 - ``stats.json``, ``resume_history.jsonl`` and ``agg/<split>/stats.json``:
   one JSON object a line, appended a line at a time or rewritten whole; a
@@ -72,14 +72,14 @@ follow one (moving a run entry aside, deleting it). A path that fails
 raises :class:`UnsafePath`, naming the link or the escape. Run names are
 Unicode-normalised (NFC), so the composed and decomposed spellings of one
 name are one folder. The lock is created with ``O_CREAT | O_EXCL |
-O_NOFOLLOW`` (:mod:`graphgps_ext.seed_folder`), temporary files of atomic
+O_NOFOLLOW`` (:mod:`graphgps_ext.results.seed_folder`), temporary files of atomic
 writes likewise (:mod:`graphgps_ext.files`), appends open with
 ``O_NOFOLLOW``, and ``.replacing/manifest.json`` holds entry names only
 (:meth:`RunDir.read_manifest` refuses anything else).
 
 What is not here: checking that the files of a seed folder agree with
 each other, the lock and the replacement of a previous run
-(:mod:`graphgps_ext.seed_folder`); the checkpoints' serialisation
+(:mod:`graphgps_ext.results.seed_folder`); the checkpoints' serialisation
 (:mod:`graphgps_ext.train.checkpoint`, also of ``split_indices.pt``); the
 text of ``REPORT.md`` (the report's Markdown) and of the SLURM scripts,
 which their tools compose and write whole. Their names are given here.
@@ -437,7 +437,7 @@ class RunDir(_Folder):
 
     def read_stats(self, split: str) -> List[Any]:
         """The lines of ``<split>/stats.json`` as JSON values, unchecked
-        (:func:`graphgps_ext.seed_folder.read_stats` checks them): ``[]``
+        (:func:`graphgps_ext.results.seed_folder.read_stats` checks them): ``[]``
         without a file, a torn last line dropped; :class:`RunFileError` for
         an unreadable file or an earlier line that is not JSON."""
         return [rec for _, rec in self.read_stats_lines(split)]
@@ -453,7 +453,7 @@ class RunDir(_Folder):
 
     def read_best(self) -> Optional[Any]:
         """``best.json``'s value, unchecked
-        (:func:`graphgps_ext.seed_folder.read_best` checks it), ``None``
+        (:func:`graphgps_ext.results.seed_folder.read_best` checks it), ``None``
         without a file; :class:`RunFileError` when it is not JSON."""
         if not os.path.exists(self.best):
             return None

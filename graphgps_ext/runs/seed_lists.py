@@ -1,8 +1,14 @@
 """Seed lists: the one grammar of ``main.py --seeds``, the launcher's
-``--seeds`` and the ``seeds`` column of ``run/tables.tsv``, and the one bound
-on how many seeds a list (or ``main.py --repeat``) may name."""
+``--seeds`` and the ``seeds`` column of ``run/tables.tsv``
+(:func:`parse_seeds`), the one bound on how many seeds a list (or
+``main.py --repeat``) may name (:data:`MAX_SEEDS`), and the seeds a run
+trains (:func:`seed_list`: ``--seeds``, or ``seed`` with ``--repeat``, each
+checked against the range declared for ``seed``)."""
 import re
-from typing import List
+from typing import TYPE_CHECKING, List, Optional, Sequence
+
+if TYPE_CHECKING:
+    from yacs.config import CfgNode
 
 _SEEDS = re.compile(r'\d+(-\d+)?(,\d+(-\d+)?)*')
 _PART = re.compile(r'(\d+)(?:-(\d+))?')
@@ -44,3 +50,29 @@ def parse_seeds(spec: str) -> List[int]:
         parts.append((lo, hi))
     return list(dict.fromkeys(s for lo, hi in parts for s in range(lo, hi + 1)))
 
+
+def seed_list(cfg: 'CfgNode', seeds: Optional[Sequence[int]] = None,
+              repeat: int = 1) -> List[int]:
+    """The seeds a run trains: ``seeds`` (``--seeds``), else ``cfg.seed``
+    ... ``cfg.seed + repeat - 1`` (``--repeat``). Each is checked against
+    the range declared for ``seed`` at start, and their number against
+    :data:`MAX_SEEDS` before the list is built, so a seed out of range or a
+    list beyond the bound is refused
+    (:class:`~graphgps_ext.config.ConfigError`) before the first one trains."""
+    from graphgps_ext.config import ConfigError, check_key
+    repeat = max(1, repeat)
+    flag = '--seeds' if seeds is not None else f'seed {cfg.seed} with --repeat {repeat}'
+    if seeds is None:
+        problem = check_key('seed', cfg.seed + repeat - 1, f'from {flag}')
+        if problem:
+            raise ConfigError(problem)
+    if (len(seeds) if seeds is not None else repeat) > MAX_SEEDS:
+        raise ConfigError(f'{flag} names more than {MAX_SEEDS:,} seeds: give at most '
+                          f'{MAX_SEEDS:,}')
+    given = list(seeds) if seeds is not None else \
+        list(range(cfg.seed, cfg.seed + repeat))
+    for seed in (given if seeds is not None else []):
+        problem = check_key('seed', seed, f'from {flag}')
+        if problem:
+            raise ConfigError(problem)
+    return given

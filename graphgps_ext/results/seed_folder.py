@@ -29,7 +29,7 @@ the old run exactly as before. A leftover ``.replaced/`` is deleted.
 Anything in a seed folder that is not a run entry is never touched.
 
 Checking. :func:`check_seed` reads a seed folder's files with the readers
-of :class:`~graphgps_ext.run_dir.RunDir` (which owns their names and
+of :class:`~graphgps_ext.results.tree.RunDir` (which owns their names and
 formats) and checks that they are records of one run and agree with each
 other and with the ``done`` marker; a damaged file raises
 :class:`SeedFolderError` naming the seed folder and the file.
@@ -46,7 +46,7 @@ from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Tuple, Union
 
 from graphgps_ext.files import write_guard
-from graphgps_ext.run_dir import RunDir, RunFileError, RunRoot, UnsafePath
+from graphgps_ext.results.tree import RunDir, RunFileError, RunRoot, UnsafePath
 
 LOCK_NAME = RunDir.LOCK
 #: What a run writes into its seed folder (and a replacement moves).
@@ -113,7 +113,7 @@ class SeedLock:
     (``O_CREAT | O_EXCL | O_NOFOLLOW``): a ``lock`` left by an ended
     process is locked (so that no one else takes it meanwhile), unlinked
     and created afresh; a ``lock`` that is a symbolic link is refused
-    (:class:`~graphgps_ext.run_dir.UnsafePath`), so no file outside the
+    (:class:`~graphgps_ext.results.tree.UnsafePath`), so no file outside the
     seed folder is ever opened for writing, truncated or overwritten."""
 
     def __init__(self, run_dir: str):
@@ -305,9 +305,9 @@ def recover(run_dir: str) -> List[str]:
     """Finish what a killed run left in ``run_dir``: restore an unfinished
     replacement (:func:`restore`) and delete a committed one's leftovers.
     Returns the names restored. Raises
-    :class:`~graphgps_ext.run_dir.RunFileError` for a manifest that holds
+    :class:`~graphgps_ext.results.tree.RunFileError` for a manifest that holds
     anything but entry names (nothing is moved) and
-    :class:`~graphgps_ext.run_dir.UnsafePath` for ``.replacing`` as a link."""
+    :class:`~graphgps_ext.results.tree.UnsafePath` for ``.replacing`` as a link."""
     folder = _folder(run_dir)
     _remove(folder.entry(_TRASH))
     if os.path.isdir(folder.pending):
@@ -382,7 +382,7 @@ def list_seeds(root: Union[str, RunRoot]) -> SeedListing:
     - a name that is a symbolic link to a seed folder listed under its own
       name is a second name (left out, in ``duplicates``); a link to
       anything else (out of the run folder, to another run's seed) raises
-      :class:`~graphgps_ext.run_dir.UnsafePath`: nothing is read through it;
+      :class:`~graphgps_ext.results.tree.UnsafePath`: nothing is read through it;
     - a folder whose files are hard links to another's, or a copy of
       another (the same fingerprint, data and SHA-256 of every result file
       in ``done``), is left out (in ``duplicates``); the folder whose name is

@@ -1,4 +1,4 @@
-"""``main.py --stack K`` (graphgps_ext.run_stack): seeds trained as one
+"""``main.py --stack K`` (graphgps_ext.runs.stack): seeds trained as one
 stacked model write the ordinary seed folders of their separate runs, with
 the same curves (dropout off); a stack killed or interrupted at any point
 resumes, its seeds at different epochs; complete seeds are not retrained;
@@ -16,10 +16,10 @@ import pytest
 import torch
 
 import main
-from graphgps_ext import run_stack
-from graphgps_ext.identity import data_record, identity, seed_status
-from graphgps_ext.run_config import load_cfg
-from graphgps_ext.run_dir import RunDir
+from graphgps_ext.results.identity import data_record, identity, seed_status
+from graphgps_ext.results.tree import RunDir
+from graphgps_ext.runs import stack as run_stack
+from graphgps_ext.runs.config import load_cfg
 from graphgps_ext.train import stack as stack_module
 from graphgps_ext.train.loop import Trainer
 from graphgps_ext.transform.precompute import EncodedList, precompute_encodings
@@ -27,7 +27,7 @@ from graphgps_ext.transform.precompute import EncodedList, precompute_encodings
 from molecules import GRAPH_TASK, molecule
 from run_checks import snapshot, stats
 
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 CONFIG = """\
 out_dir: {out}
@@ -63,7 +63,7 @@ optim:
 def molecules(monkeypatch, tmp_path):
     """A 40-graph ZINC-like dataset served to every run (``load_dataset``),
     and a config file for it; returns ``(config path, out_dir)``."""
-    import graphgps_ext.run as run
+    import graphgps_ext.runs.seed as run
     cfg = load_cfg(None, ['posenc_RWSE.enable', 'True',
                           'posenc_RWSE.kernel.times', '[1, 2, 3, 4]'])
     sizes = [5 + (7 * i) % 13 for i in range(40)]
@@ -245,7 +245,7 @@ def test_refused_in_a_data_parallel_run(molecules, capsys, monkeypatch):
 
 def test_refused_when_the_seeds_configs_differ(molecules, capsys, monkeypatch):
     path, folder = molecules
-    from graphgps_ext import run as run_module
+    from graphgps_ext.runs import seed as run_module
     finalize = run_module.finalize_cfg
 
     def per_seed(cfg, task):  # a dataset-dependent value that follows the seed
