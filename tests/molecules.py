@@ -1,4 +1,7 @@
-"""ZINC-shaped random molecules for model tests, and their task."""
+"""ZINC-shaped random molecules for model tests, their task, and a small
+dataset of them as a run's data."""
+from types import SimpleNamespace
+
 import torch
 from torch_geometric.data import Data
 from torch_geometric.utils import to_undirected
@@ -31,3 +34,30 @@ def molecule(n: int, seed: int, node_y: bool = False,
     return Data(x=torch.randint(0, 28, (n, 1), generator=g), edge_index=ei,
                 edge_attr=torch.randint(1, 4, (ei.size(1), ), generator=g),
                 y=y)
+
+
+def as_double(batch):
+    """``batch`` with its floating-point attributes in float64 (in place)."""
+    for key in batch.keys():
+        v = batch[key]
+        if isinstance(v, torch.Tensor) and v.is_floating_point():
+            batch[key] = v.double()
+    return batch
+
+
+def molecule_bundle(**attrs) -> SimpleNamespace:
+    """40 molecules of 5 to 17 atoms with RWSE of walks 1-4 (float32 labels
+    and encodings), split 24 / 8 / 8, as the data bundle a run loads;
+    ``attrs``: its other attributes (``split_indices``, ``info``)."""
+    from graphgps_ext.runs.config import load_cfg
+    from graphgps_ext.transform.precompute import EncodedList, precompute_encodings
+    cfg = load_cfg(None, ['posenc_RWSE.enable', 'True',
+                          'posenc_RWSE.kernel.times', '[1, 2, 3, 4]'])
+    sizes = [5 + (7 * i) % 13 for i in range(40)]
+    data = precompute_encodings(
+        EncodedList([molecule(n, i) for i, n in enumerate(sizes)]), cfg)
+    for key in ('y', 'pe_rwse'):
+        data._data[key] = data._data[key].float()
+    return SimpleNamespace(
+        splits={'train': data[:24], 'val': data[24:32], 'test': data[32:]},
+        task=GRAPH_TASK, **attrs)

@@ -26,7 +26,7 @@ from graphgps_ext.train.loss import LOSSES
 from graphgps_ext.train.speed import ForwardLoss
 from graphgps_ext.transform.precompute import EncodedList, precompute_encodings
 
-from molecules import GRAPH_TASK, molecule
+from molecules import GRAPH_TASK, as_double, molecule
 
 NODE_TASK = TaskInfo(name='pattern-like', task='node', task_type='classification',
                      num_outputs=3, loss='cross_entropy', metric='accuracy',
@@ -97,14 +97,6 @@ def build(layer_type, extra, task=GRAPH_TASK):
         if isinstance(m, torch.nn.MultiheadAttention):
             m.dropout = 0.0
     return cfg, model
-
-
-def as_double(batch):
-    for key in batch.keys():
-        v = batch[key]
-        if isinstance(v, torch.Tensor) and v.is_floating_point():
-            batch[key] = v.double()
-    return batch
 
 
 def run(model, batch, task):

@@ -10,7 +10,6 @@ import signal
 import subprocess
 import sys
 import time
-from types import SimpleNamespace
 
 import pytest
 import torch
@@ -22,9 +21,8 @@ from graphgps_ext.runs import stack as run_stack
 from graphgps_ext.runs.config import load_cfg
 from graphgps_ext.train import stack as stack_module
 from graphgps_ext.train.loop import Trainer
-from graphgps_ext.transform.precompute import EncodedList, precompute_encodings
 
-from molecules import GRAPH_TASK, molecule
+from molecules import molecule_bundle
 from run_checks import snapshot, stats
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -64,16 +62,7 @@ def molecules(monkeypatch, tmp_path):
     """A 40-graph ZINC-like dataset served to every run (``load_dataset``),
     and a config file for it; returns ``(config path, out_dir)``."""
     import graphgps_ext.runs.seed as run
-    cfg = load_cfg(None, ['posenc_RWSE.enable', 'True',
-                          'posenc_RWSE.kernel.times', '[1, 2, 3, 4]'])
-    sizes = [5 + (7 * i) % 13 for i in range(40)]
-    data = precompute_encodings(
-        EncodedList([molecule(n, i) for i, n in enumerate(sizes)]), cfg)
-    for key in ('y', 'pe_rwse'):
-        data._data[key] = data._data[key].float()
-    bundle = SimpleNamespace(
-        splits={'train': data[:24], 'val': data[24:32], 'test': data[32:]},
-        task=GRAPH_TASK, split_indices=None, info={'standard_split': True})
+    bundle = molecule_bundle(split_indices=None, info={'standard_split': True})
     monkeypatch.setattr(run, 'load_dataset', lambda cfg: bundle)
     path = tmp_path / 'mol.yaml'
     path.write_text(CONFIG.format(out=tmp_path / 'results'))

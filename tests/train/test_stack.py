@@ -27,7 +27,7 @@ from graphgps_ext.train.stack import (StackError, StackedModel, check_memory,
                                       stack_unsupported)
 from graphgps_ext.transform.precompute import EncodedList, precompute_encodings
 
-from molecules import GRAPH_TASK, molecule
+from molecules import GRAPH_TASK, as_double, molecule
 
 NODE_TASK = TaskInfo(name='pattern-like', task='node', task_type='classification',
                      num_outputs=3, loss='cross_entropy', metric='accuracy',
@@ -100,22 +100,14 @@ def build(layer_type, extra, task=GRAPH_TASK, dropout=0.0, layers=2):
     return cfg, models
 
 
-def double(batch):
-    for key in batch.keys():
-        v = batch[key]
-        if isinstance(v, torch.Tensor) and v.is_floating_point():
-            batch[key] = v.double()
-    return batch
-
-
 def seed_batches(cfg, node_y=False):
     """K batches of different graphs (different sizes per seed), and one
     batch every seed shares."""
     data = precompute_encodings(
         EncodedList([molecule(n, i, node_y) for i, n in enumerate(SIZES)]), cfg)
     items = [data[i] for i in range(len(data))]
-    own = [double(Batch.from_data_list(items[k:k + 4 + k])) for k in range(K)]
-    shared = double(Batch.from_data_list(items[3:9]))
+    own = [as_double(Batch.from_data_list(items[k:k + 4 + k])) for k in range(K)]
+    shared = as_double(Batch.from_data_list(items[3:9]))
     return own, shared
 
 
@@ -196,7 +188,7 @@ def test_root_node_head_and_fused_attention(one_thread):
     for i, d in enumerate(data):
         d.root_mask = torch.arange(d.num_nodes) == i % d.num_nodes
         d.y = torch.tensor([i % 3])
-    own = [double(Batch.from_data_list(data[k:k + 4 + k])) for k in range(K)]
+    own = [as_double(Batch.from_data_list(data[k:k + 4 + k])) for k in range(K)]
     loss_fn = LOSSES['cross_entropy']
     copies = [copy.deepcopy(m) for m in models]
     # the separate pass runs the hand-written attention backward

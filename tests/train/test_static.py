@@ -2,7 +2,6 @@
 as unpadded ones, compile once per capacity, and a failed one-batch check
 falls back to the eager path with one warning."""
 import os
-from types import SimpleNamespace
 
 import pytest
 import torch
@@ -10,9 +9,8 @@ import torch
 from graphgps_ext.loader.pad import Capacities
 from graphgps_ext.runs.config import load_cfg
 from graphgps_ext.train import speed
-from graphgps_ext.transform.precompute import EncodedList, precompute_encodings
 
-from molecules import GRAPH_TASK, molecule
+from molecules import GRAPH_TASK, molecule, molecule_bundle
 from run_checks import stats
 
 LAYER = 'GatedGCN+Transformer+GEANet'
@@ -36,16 +34,7 @@ def molecule_cfg(out_dir, *opts):
 @pytest.fixture
 def molecule_run(monkeypatch):
     import graphgps_ext.runs.seed as run
-    cfg = load_cfg(None, ['posenc_RWSE.enable', 'True',
-                          'posenc_RWSE.kernel.times', '[1, 2, 3, 4]'])
-    sizes = [5 + (7 * i) % 13 for i in range(40)]
-    data = precompute_encodings(
-        EncodedList([molecule(n, i) for i, n in enumerate(sizes)]), cfg)
-    for key in ('y', 'pe_rwse'):
-        data._data[key] = data._data[key].float()
-    bundle = SimpleNamespace(
-        splits={'train': data[:24], 'val': data[24:32], 'test': data[32:]},
-        task=GRAPH_TASK,
+    bundle = molecule_bundle(
         split_indices={'train': torch.arange(24), 'val': torch.arange(24, 32),
                        'test': torch.arange(32, 40)})
     monkeypatch.setattr(run, 'load_dataset', lambda cfg: bundle)
