@@ -61,6 +61,8 @@ from typing import Any, BinaryIO, Callable, Dict, List, Optional, Tuple, Union
 import numpy as np
 import torch
 
+from graphgps_ext.config.sizes import human
+
 #: Every file may build this many bytes whatever its size.
 FLOOR = 64 * 2 ** 20
 #: ... plus this many times its own size.
@@ -118,15 +120,6 @@ def _unsafe(why: str) -> _Refused:
 
 def _corrupt(why: str) -> _Refused:
     return _Refused(CorruptPickleError, why)
-
-
-def human(n: float) -> str:
-    """``1536`` -> ``'1.5 KB'`` (powers of 1024)."""
-    for unit in ('bytes', 'KB', 'MB', 'GB', 'TB', 'PB'):
-        if abs(n) < 1024 or unit == 'PB':
-            return f'{int(n)} bytes' if unit == 'bytes' else f'{n:.1f} {unit}'
-        n /= 1024
-    return f'{n:.1f} PB'
 
 
 def budget_for(size: int) -> int:

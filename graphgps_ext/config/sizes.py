@@ -36,7 +36,6 @@ from dataclasses import dataclass
 from typing import Iterable, Optional, Sequence
 
 from graphgps_ext.config.keys import ConfigError
-from graphgps_ext.safe_load import human
 
 
 @dataclass(frozen=True)
@@ -56,6 +55,15 @@ class Need:
     keys: Sequence[str]
     how: str
     fix: str = ''
+
+
+def human(nbytes: float) -> str:
+    """``3.2e9`` -> ``'3.0 GB'`` (powers of 1024)."""
+    for unit in ('bytes', 'KB', 'MB', 'GB', 'TB', 'PB'):
+        if abs(nbytes) < 1024 or unit == 'PB':
+            return f'{int(nbytes)} bytes' if unit == 'bytes' else f'{nbytes:.1f} {unit}'
+        nbytes /= 1024
+    return f'{nbytes:.1f} PB'
 
 
 def _read_int(path: str) -> Optional[int]:
